@@ -1,0 +1,383 @@
+"""OpenResponses SSE events → parts, with the exactly-once guarantees the editor relies on.
+
+See rfcs/0002-stream-state-machine.md. In short:
+- items are correlated by `output_index` first (some servers rotate `item_id` on every event);
+- text and thinking are emitted as their deltas arrive; `.done` events and `output_item.done` only
+  add what the deltas missed, so nothing is shown twice;
+- a function call is emitted once per `call_id`, when its item is done (or, failing that, at the
+  terminal event from whatever arguments arrived), with arguments parsed;
+- a stream that ends without `response.completed|incomplete|failed` is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .arguments import parse_arguments
+from .errors import GatewayError, error_from_stream, with_advice
+from .protocol import FinishReason, PartOut, ThinkingPart, ToolCallPart, UsagePart
+from .toolnames import ToolNameMap
+
+Event = dict[str, Any]
+
+_REASONING_DELTAS = (
+    "response.reasoning.delta",
+    "response.reasoning_text.delta",
+    "response.reasoning_summary_text.delta",
+)
+_REASONING_DONES = (
+    "response.reasoning.done",
+    "response.reasoning_text.done",
+    "response.reasoning_summary_text.done",
+)
+
+
+class _Item:
+    __slots__ = ("type", "id", "call_id", "name", "arg_deltas", "arguments", "emitted")
+
+    def __init__(self) -> None:
+        self.type = ""
+        self.id: str | None = None
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.arg_deltas: list[str] = []
+        self.arguments: str | None = None
+        self.emitted = False
+
+    def merge(self, item: dict[str, Any]) -> None:
+        self.type = str(item.get("type") or self.type)
+        for attr in ("id", "call_id", "name"):
+            value = item.get(attr)
+            if isinstance(value, str) and value:
+                setattr(self, attr, value)
+        arguments = item.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            self.arguments = arguments
+
+
+class StreamAdapter:
+    def __init__(self, names: ToolNameMap | None = None) -> None:
+        self._names = names or ToolNameMap([])
+        self._items: dict[int | str, _Item] = {}
+        self._index_of_id: dict[str, int | str] = {}
+        self._shown: dict[tuple[Any, ...], str] = {}  # text already emitted per content slot
+        self._emitted_calls: set[str] = set()
+        self._last_text_item: int | str | None = None
+        self._error: GatewayError | None = None
+        self._refused = False
+        self.response_id: str | None = None
+        self.usage: UsagePart | None = None
+        self.finish_reason: FinishReason | None = None
+        self.done = False
+        self._handlers: dict[str, Callable[[Event], list[PartOut]]] = {
+            "response.output_text.delta": self._on_text_delta,
+            "response.output_text.done": self._on_text_done,
+            "response.refusal.delta": self._on_refusal_delta,
+            "response.refusal.done": self._on_refusal_done,
+            "response.function_call_arguments.delta": self._on_arguments_delta,
+            "response.function_call_arguments.done": self._on_arguments_done,
+            "response.output_item.added": self._on_item_added,
+            "response.output_item.done": self._on_item_done,
+            "response.created": self._on_response_started,
+            "response.in_progress": self._on_response_started,
+            "response.queued": self._on_response_started,
+            "response.completed": self._on_terminal,
+            "response.incomplete": self._on_terminal,
+            "response.failed": self._on_failed,
+            "error": self._on_error,
+        }
+        for name in _REASONING_DELTAS:
+            self._handlers[name] = self._on_reasoning_delta
+        for name in _REASONING_DONES:
+            self._handlers[name] = self._on_reasoning_done
+
+    # ---- public ----
+
+    def feed(self, event: Any) -> list[PartOut]:
+        """Parts for one parsed event. Raises GatewayError when the stream reports a failure."""
+        if self.done or not isinstance(event, dict):
+            return []
+        handler = self._handlers.get(event.get("type"))  # type: ignore[arg-type]
+        if handler is None:
+            return []
+        return handler(event)
+
+    def end(self) -> list[PartOut]:
+        """The stream closed. Without a terminal event that is an error, after what was shown."""
+        if self.done:
+            return []
+        if self._error is not None:
+            raise self._error
+        raise GatewayError(
+            "protocol",
+            with_advice("protocol", "The stream ended before the model finished (no terminal event)"),
+        )
+
+    # ---- correlation ----
+
+    def _key(self, event: Event) -> int | str:
+        index = event.get("output_index")
+        if isinstance(index, int):
+            return index
+        item_id = event.get("item_id")
+        if isinstance(item_id, str):
+            return self._index_of_id.get(item_id, item_id)
+        return -1
+
+    def _item(self, key: int | str) -> _Item:
+        item = self._items.get(key)
+        if item is None:
+            item = self._items[key] = _Item()
+        return item
+
+    def _track(self, event: Event) -> _Item | None:
+        raw = event.get("item")
+        if not isinstance(raw, dict):
+            return None
+        key = self._key(event)
+        item = self._item(key)
+        item.merge(raw)
+        if item.id:
+            self._index_of_id[item.id] = key
+        return item
+
+    # ---- text ----
+
+    def _emit_text(self, slot: tuple[Any, ...], delta: str) -> list[PartOut]:
+        if not delta:
+            return []
+        key = slot[0]
+        self._shown[slot] = self._shown.get(slot, "") + delta
+        if self._last_text_item is not None and self._last_text_item != key:
+            delta = "\n\n" + delta  # two assistant messages (e.g. commentary, final answer)
+        self._last_text_item = key
+        return [{"type": "text", "value": delta}]
+
+    def _missing(self, slot: tuple[Any, ...], full: Any) -> str:
+        if not isinstance(full, str):
+            return ""
+        shown = self._shown.get(slot, "")
+        return full[len(shown) :] if full.startswith(shown) else ""
+
+    def _on_text_delta(self, event: Event) -> list[PartOut]:
+        delta = event.get("delta")
+        if not isinstance(delta, str):
+            return []
+        return self._emit_text((self._key(event), "t", event.get("content_index", 0)), delta)
+
+    def _on_text_done(self, event: Event) -> list[PartOut]:
+        slot = (self._key(event), "t", event.get("content_index", 0))
+        return self._emit_text(slot, self._missing(slot, event.get("text")))
+
+    def _on_refusal_delta(self, event: Event) -> list[PartOut]:
+        self._refused = True
+        delta = event.get("delta")
+        if not isinstance(delta, str):
+            return []
+        return self._emit_text((self._key(event), "t", event.get("content_index", 0)), delta)
+
+    def _on_refusal_done(self, event: Event) -> list[PartOut]:
+        self._refused = True
+        slot = (self._key(event), "t", event.get("content_index", 0))
+        return self._emit_text(slot, self._missing(slot, event.get("refusal")))
+
+    def _message_leftovers(self, key: int | str, raw: dict[str, Any]) -> list[PartOut]:
+        parts: list[PartOut] = []
+        content = raw.get("content")
+        for index, piece in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(piece, dict):
+                continue
+            full = piece.get("text") if piece.get("type") != "refusal" else piece.get("refusal")
+            if piece.get("type") == "refusal":
+                self._refused = True
+            slot = (key, "t", index)
+            parts.extend(self._emit_text(slot, self._missing(slot, full)))
+        return parts
+
+    # ---- thinking ----
+
+    def _emit_thinking(self, slot: tuple[Any, ...], delta: str, item_id: str | None) -> list[PartOut]:
+        if not delta:
+            return []
+        self._shown[slot] = self._shown.get(slot, "") + delta
+        part: ThinkingPart = {"type": "thinking", "value": delta, "id": item_id}
+        return [part]
+
+    def _reasoning_slot(self, event: Event) -> tuple[Any, ...]:
+        key = self._key(event)
+        if "summary_index" in event:
+            return (key, "s", event.get("summary_index"))
+        return (key, "r", event.get("content_index", 0))
+
+    def _reasoning_id(self, event: Event) -> str | None:
+        item = self._items.get(self._key(event))
+        if item is not None and item.id:
+            return item.id
+        item_id = event.get("item_id")
+        return item_id if isinstance(item_id, str) else None
+
+    def _on_reasoning_delta(self, event: Event) -> list[PartOut]:
+        delta = event.get("delta")
+        if not isinstance(delta, str):
+            return []
+        slot = self._reasoning_slot(event)
+        if slot[1] == "s" and slot not in self._shown and self._has_thinking(slot[0]):
+            delta = "\n\n" + delta  # a new summary paragraph
+        return self._emit_thinking(slot, delta, self._reasoning_id(event))
+
+    def _on_reasoning_done(self, event: Event) -> list[PartOut]:
+        slot = self._reasoning_slot(event)
+        return self._emit_thinking(slot, self._missing(slot, event.get("text")), self._reasoning_id(event))
+
+    def _has_thinking(self, key: int | str) -> bool:
+        return any(slot[0] == key and slot[1] in ("s", "r") for slot in self._shown)
+
+    def _reasoning_leftovers(self, key: int | str, raw: dict[str, Any]) -> list[PartOut]:
+        if self._has_thinking(key):
+            return []
+        texts: list[str] = []
+        for field in ("summary", "content"):
+            pieces = raw.get(field)
+            for piece in pieces if isinstance(pieces, list) else []:
+                if isinstance(piece, dict) and isinstance(piece.get("text"), str) and piece["text"]:
+                    texts.append(piece["text"])
+        item_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        return self._emit_thinking((key, "r", "done"), "\n\n".join(texts), item_id)
+
+    # ---- function calls ----
+
+    def _on_arguments_delta(self, event: Event) -> list[PartOut]:
+        delta = event.get("delta")
+        if isinstance(delta, str):
+            self._item(self._key(event)).arg_deltas.append(delta)
+        return []
+
+    def _on_arguments_done(self, event: Event) -> list[PartOut]:
+        arguments = event.get("arguments")
+        if isinstance(arguments, str):
+            self._item(self._key(event)).arguments = arguments
+        return []
+
+    def _emit_call(self, item: _Item) -> list[PartOut]:
+        if item.emitted or not item.call_id or not item.name or item.call_id in self._emitted_calls:
+            item.emitted = item.emitted or (item.call_id in self._emitted_calls)
+            return []
+        item.emitted = True
+        self._emitted_calls.add(item.call_id)
+        raw = item.arguments if item.arguments is not None else "".join(item.arg_deltas)
+        part: ToolCallPart = {
+            "type": "toolCall",
+            "callId": item.call_id,
+            "name": self._names.from_wire(item.name),
+            "input": parse_arguments(raw),
+        }
+        return [part]
+
+    # ---- items ----
+
+    def _on_item_added(self, event: Event) -> list[PartOut]:
+        self._track(event)
+        return []
+
+    def _on_item_done(self, event: Event) -> list[PartOut]:
+        item = self._track(event)
+        raw = event.get("item")
+        if item is None or not isinstance(raw, dict):
+            return []
+        key = self._key(event)
+        if item.type == "function_call":
+            return self._emit_call(item)
+        if item.type == "message":
+            return self._message_leftovers(key, raw)
+        if item.type == "reasoning":
+            return self._reasoning_leftovers(key, raw)
+        return []
+
+    # ---- lifecycle ----
+
+    def _on_response_started(self, event: Event) -> list[PartOut]:
+        self._remember_response(event.get("response"))
+        return []
+
+    def _remember_response(self, response: Any) -> None:
+        if isinstance(response, dict) and isinstance(response.get("id"), str):
+            self.response_id = response["id"]
+
+    def _on_error(self, event: Event) -> list[PartOut]:
+        self._error = error_from_stream(event, "the gateway reported an error")
+        return []
+
+    def _on_failed(self, event: Event) -> list[PartOut]:
+        self.done = True
+        response = event.get("response")
+        self._remember_response(response)
+        if self._error is None:
+            error = response.get("error") if isinstance(response, dict) else None
+            self._error = error_from_stream(error if isinstance(error, dict) else None, "the response failed")
+        raise self._error
+
+    def _on_terminal(self, event: Event) -> list[PartOut]:
+        response = event.get("response")
+        response = response if isinstance(response, dict) else {}
+        self._remember_response(response)
+        parts = self._flush_calls(response)
+        self.done = True
+        self.finish_reason = self._finish_reason(response)
+        self.usage = usage_from(response.get("usage"))
+        if self.usage is not None:
+            parts.append(self.usage)
+        parts.append({"type": "finish", "reason": self.finish_reason, "responseId": self.response_id})
+        return parts
+
+    def _flush_calls(self, response: dict[str, Any]) -> list[PartOut]:
+        """Calls never closed by `output_item.done`: the terminal response's output is authoritative,
+        then whatever arguments were streamed."""
+        parts: list[PartOut] = []
+        output = response.get("output")
+        for index, raw in enumerate(output if isinstance(output, list) else []):
+            if isinstance(raw, dict) and raw.get("type") == "function_call":
+                item = self._items.get(index) if index in self._items else _Item()
+                item.merge(raw)
+                parts.extend(self._emit_call(item))
+        for item in self._items.values():
+            if item.type == "function_call":
+                parts.extend(self._emit_call(item))
+        return parts
+
+    def _finish_reason(self, response: dict[str, Any]) -> FinishReason:
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        if reason == "max_output_tokens":
+            return "length"
+        if reason == "content_filter":
+            return "contentFilter"
+        if self._emitted_calls:
+            return "toolCalls"
+        if self._refused:
+            return "refusal"
+        return "stop"
+
+
+def usage_from(raw: Any) -> UsagePart | None:
+    if not isinstance(raw, dict):
+        return None
+    input_tokens = _int(raw.get("input_tokens"))
+    output_tokens = _int(raw.get("output_tokens"))
+    total = _int(raw.get("total_tokens")) or input_tokens + output_tokens
+    input_details = raw.get("input_tokens_details")
+    output_details = raw.get("output_tokens_details")
+    cached = _int(input_details.get("cached_tokens")) if isinstance(input_details, dict) else 0
+    reasoning = _int(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else 0
+    return {
+        "type": "usage",
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+        "totalTokens": total,
+        "cachedTokens": cached,
+        "reasoningTokens": reasoning,
+    }
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -1,0 +1,193 @@
+"""`gateway-lm`: the product's pipeline from a terminal (chat, replay, models, count, serve)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .adapt import StreamAdapter
+from .client import GatewayClient
+from .errors import GatewayError
+from .models import catalogue
+from .pipeline import stream_chat
+from .protocol import ChatRequest, PartOut, Settings
+from .replay import events_from_recording
+
+DEFAULT_MODEL = "openai/gpt-5-mini"
+
+
+class Output:
+    """Parts to the terminal: answer on stdout, the rest on stderr; or JSON lines with --json."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    def parts(self, parts: Iterable[PartOut]) -> None:
+        for part in parts:
+            if self.as_json:
+                sys.stdout.write(json.dumps(part, ensure_ascii=False) + "\n")
+            else:
+                self._human(part)
+        sys.stdout.flush()
+
+    def _human(self, part: PartOut) -> None:
+        if part["type"] == "text":
+            sys.stdout.write(part["value"])
+        elif part["type"] == "thinking":
+            sys.stderr.write(part["value"])
+        elif part["type"] == "toolCall":
+            sys.stderr.write(f"\n[tool call {part['name']} {json.dumps(part['input'])}]\n")
+        elif part["type"] == "usage":
+            sys.stderr.write(
+                f"\nusage: input {part['inputTokens']} (cached {part['cachedTokens']}) · "
+                f"output {part['outputTokens']} (reasoning {part['reasoningTokens']}) · "
+                f"total {part['totalTokens']}\n"
+            )
+        elif part["type"] == "finish":
+            sys.stdout.write("\n")
+            if part["reason"] != "stop":
+                sys.stderr.write(f"finish: {part['reason']}\n")
+
+    def error(self, error: GatewayError) -> None:
+        if self.as_json:
+            part = {"type": "error", "kind": error.kind, "message": error.message, "status": error.status}
+            sys.stdout.write(json.dumps(part, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        sys.stderr.write(f"error: {error.kind}: {error.message}\n")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "base_url", None):
+        overrides["baseUrl"] = args.base_url
+    if getattr(args, "idle_timeout", None) is not None:
+        overrides["idleTimeout"] = args.idle_timeout
+    if getattr(args, "max_retries", None) is not None:
+        overrides["maxRetries"] = args.max_retries
+    return Settings(**overrides)
+
+
+async def run_chat(args: argparse.Namespace, out: Output) -> None:
+    settings = settings_from(args)
+    messages: list[dict[str, Any]] = []
+    if args.system:
+        messages.append({"role": 3, "content": [{"type": "text", "value": args.system}]})
+    messages.append({"role": 1, "content": [{"type": "text", "value": args.prompt}]})
+    request = ChatRequest.model_validate({"model": args.model, "messages": messages})
+    client = GatewayClient(settings)
+    try:
+        async for parts in stream_chat(request, settings, client, api_key=None):
+            out.parts(parts)
+    finally:
+        await client.aclose()
+
+
+def run_replay(args: argparse.Namespace, out: Output) -> None:
+    body = Path(args.file).read_bytes()
+    adapter = StreamAdapter()
+    for event in events_from_recording(body):
+        out.parts(adapter.feed(event))
+        if adapter.done:
+            return
+    out.parts(adapter.end())
+
+
+async def run_models(args: argparse.Namespace, out: Output) -> None:
+    settings = settings_from(args)
+    client = GatewayClient(settings)
+    try:
+        models = catalogue(await client.list_models(), settings.outputReservation)
+    finally:
+        await client.aclose()
+    if out.as_json:
+        for model in models:
+            print(model.model_dump_json())
+        return
+    for model in models:
+        tools = "tools" if model.capabilities.toolCalling else "no tools"
+        print(f"{model.id}\t{model.name}\tcontext {model.contextWindow}\t{tools}")
+
+
+def run_count(args: argparse.Namespace, out: Output) -> None:
+    from .tokens import count_request
+
+    body = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    if not isinstance(body, dict):
+        raise GatewayError("bad_request", f"{args.file} does not hold a JSON object")
+    print(count_request(body, args.model or str(body.get("model") or "")))
+
+
+def run_serve(args: argparse.Namespace, out: Output) -> None:
+    from .rpc import serve
+
+    serve()
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="gateway-lm", description="Vercel AI Gateway models, from the terminal.")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    chat = commands.add_parser("chat", help="send one prompt and stream the answer")
+    chat.add_argument("--base-url")
+    chat.add_argument("--model", default=DEFAULT_MODEL)
+    chat.add_argument("--system")
+    chat.add_argument("--json", action="store_true", help="print parts as JSON lines")
+    chat.add_argument("--idle-timeout", type=float)
+    chat.add_argument("--max-retries", type=int)
+    chat.add_argument("prompt")
+
+    replay = commands.add_parser("replay", help="feed a recorded stream through the adapter")
+    replay.add_argument("--json", action="store_true")
+    replay.add_argument("file")
+
+    models = commands.add_parser("models", help="list the gateway's language models")
+    models.add_argument("--base-url")
+    models.add_argument("--json", action="store_true")
+
+    count = commands.add_parser("count", help="estimate the input tokens of a request body")
+    count.add_argument("--model")
+    count.add_argument("file")
+
+    commands.add_parser("serve", help="run the JSON-RPC sidecar on stdio (started by the extension)")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    out = Output(bool(getattr(args, "json", False)))
+    try:
+        dispatch(args, out)
+    except GatewayError as error:
+        out.error(error)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except (OSError, ValueError) as error:
+        out.error(GatewayError("bad_request", f"{type(error).__name__}: {error}"))
+        return 1
+    except Exception as error:  # noqa: BLE001 — the user gets one line, never a traceback
+        out.error(GatewayError("protocol", f"internal error: {type(error).__name__}: {error}"))
+        return 1
+    return 0
+
+
+def dispatch(args: argparse.Namespace, out: Output) -> None:
+    if args.command == "chat":
+        asyncio.run(run_chat(args, out))
+    elif args.command == "replay":
+        run_replay(args, out)
+    elif args.command == "models":
+        asyncio.run(run_models(args, out))
+    elif args.command == "count":
+        run_count(args, out)
+    elif args.command == "serve":
+        run_serve(args, out)
+
+
+def entry() -> NoReturn:
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""HTTP to the gateway: `POST {base}/responses` streamed as SSE, `GET {base}/models`.
+
+Retries happen only before the first event reached the caller (nothing shown can be shown twice):
+429 (honouring `retry-after`), 500/502/503/504 and connection failures, with jittered exponential
+backoff and a bounded count. The idle timeout is httpx's read timeout: the longest silence allowed
+between two reads of the stream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import ssl
+from collections.abc import AsyncIterator
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import anyio
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from .errors import GatewayError, error_from_response, with_advice
+from .protocol import Settings
+
+log = logging.getLogger("gateway_lm.client")
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER = 20.0  # longer waits are the user's call, not a silent stall
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 8.0
+
+
+def resolve_api_key(explicit: str | None) -> str | None:
+    return explicit or os.environ.get("AI_GATEWAY_API_KEY") or os.environ.get("VERCEL_OIDC_TOKEN") or None
+
+
+def _verify(settings: Settings) -> ssl.SSLContext | bool:
+    if settings.caBundle:
+        return ssl.create_default_context(cafile=settings.caBundle)
+    return True
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    import datetime as _dt
+
+    return max(0.0, (when - _dt.datetime.now(when.tzinfo)).total_seconds())
+
+
+class GatewayClient:
+    """One pooled connection set, shared by every request of a sidecar or CLI run."""
+
+    def __init__(self, settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.settings = settings
+        timeout = httpx.Timeout(
+            connect=settings.connectTimeout,
+            read=settings.idleTimeout,
+            write=settings.connectTimeout,
+            pool=settings.connectTimeout,
+        )
+        self._http = httpx.AsyncClient(timeout=timeout, verify=_verify(settings), transport=transport, trust_env=True)
+
+    @property
+    def base_url(self) -> str:
+        return self.settings.baseUrl.rstrip("/")
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        headers = {"accept": "text/event-stream", "user-agent": "ai-gateway-lm"}
+        token = resolve_api_key(api_key)
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        return headers
+
+    async def stream_events(self, body: dict[str, Any], api_key: str | None) -> AsyncIterator[dict[str, Any]]:
+        """Parsed JSON events of one response, in order. Ends at `[DONE]` or when the server closes."""
+        url = f"{self.base_url}/responses"
+        attempt = 0
+        while True:
+            try:
+                async with self._http.stream("POST", url, json=body, headers=self._headers(api_key)) as response:
+                    if response.status_code != 200:
+                        error = await self._error_for(response)
+                        if not self._should_retry(error, attempt):
+                            raise error
+                        delay = self._delay(attempt, error.retry_after)
+                    else:
+                        async for event in self._events(response):
+                            yield event
+                        return
+            except httpx.TransportError as exc:
+                error = self._transport_error(exc)
+                if not self._should_retry(error, attempt):
+                    raise error from None
+                delay = self._delay(attempt, None)
+            attempt += 1
+            log.warning("retrying after %s (attempt %d): %s", f"{delay:.2f}s", attempt, error.message)
+            await anyio.sleep(delay)
+
+    async def _events(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for sse in EventSource(response).aiter_sse():
+                data = sse.data
+                if not data:
+                    continue
+                if data == "[DONE]":
+                    return
+                try:
+                    event = json.loads(data)
+                except ValueError:
+                    log.warning("ignored an event that is not JSON (%d bytes)", len(data))
+                    continue
+                if isinstance(event, dict):
+                    if "type" not in event and sse.event and sse.event != "message":
+                        event["type"] = sse.event
+                    yield event
+        except SSEError as exc:
+            raise GatewayError("protocol", with_advice("protocol", f"Not an event stream: {exc}")) from None
+        except httpx.ReadTimeout:
+            raise GatewayError(
+                "timeout",
+                with_advice("timeout", f"No data from the gateway for {self.settings.idleTimeout:g} s"),
+            ) from None
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise GatewayError(
+                "network", with_advice("network", f"The connection to the gateway broke mid-answer ({exc})")
+            ) from None
+
+    def _transport_error(self, exc: httpx.TransportError) -> GatewayError:
+        if isinstance(exc, httpx.TimeoutException):
+            return GatewayError("timeout", with_advice("timeout", f"The gateway at {self.base_url} did not answer in time"))
+        return GatewayError("network", with_advice("network", f"Cannot reach {self.base_url} ({exc or type(exc).__name__})"))
+
+    async def _error_for(self, response: httpx.Response) -> GatewayError:
+        try:
+            body = await response.aread()
+        except httpx.HTTPError:
+            body = b""
+        return error_from_response(
+            response.status_code, body[:65536], parse_retry_after(response.headers.get("retry-after"))
+        )
+
+    def _should_retry(self, error: GatewayError, attempt: int) -> bool:
+        if attempt >= self.settings.maxRetries:
+            return False
+        if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER:
+            return False
+        return error.kind in ("network", "timeout") or error.status in RETRY_STATUSES
+
+    @staticmethod
+    def _delay(attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return retry_after
+        ceiling = min(BACKOFF_CAP, BACKOFF_BASE * (2**attempt))
+        return random.uniform(ceiling / 2, ceiling)
+
+    async def list_models(self, api_key: str | None = None) -> list[dict[str, Any]]:
+        url = f"{self.base_url}/models"
+        try:
+            response = await self._http.get(url, headers=self._headers(api_key) | {"accept": "application/json"})
+        except httpx.TimeoutException:
+            raise GatewayError("timeout", with_advice("timeout", f"Listing models at {url} timed out")) from None
+        except httpx.HTTPError as exc:
+            raise GatewayError("network", with_advice("network", f"Cannot reach {url} ({exc})")) from None
+        if response.status_code != 200:
+            raise error_from_response(response.status_code, response.content[:65536])
+        try:
+            payload = response.json()
+        except ValueError:
+            raise GatewayError("protocol", with_advice("protocol", f"{url} did not answer JSON")) from None
+        data = payload.get("data") if isinstance(payload, dict) else None
+        return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []

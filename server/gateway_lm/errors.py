@@ -1,0 +1,166 @@
+"""The one error taxonomy. Every failure the user can see is a GatewayError with a kind.
+
+Classification happens here, once; the extension renders by ``kind`` and never string-matches.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+ErrorKind = Literal[
+    "auth",
+    "forbidden",
+    "not_found",
+    "rate_limited",
+    "context_overflow",
+    "bad_request",
+    "upstream",
+    "network",
+    "timeout",
+    "protocol",
+    "cancelled",
+]
+
+# What to do next, appended to the gateway's own words so every message names a fix.
+_ADVICE: dict[str, str] = {
+    "auth": "Set a valid AI Gateway API key (command: 'Vercel AI Gateway: Manage API Key').",
+    "forbidden": "Your account cannot use this model; pick another model or upgrade the plan.",
+    "not_found": "The model or endpoint does not exist; refresh the model list and pick another.",
+    "rate_limited": "Wait a moment and try again.",
+    "context_overflow": "The conversation is too long for this model; start a new chat or summarise it.",
+    "bad_request": "The gateway rejected the request; see the logs for details.",
+    "upstream": "The gateway or the model provider had a problem; try again or pick another model.",
+    "network": "Check the network, proxy and the base URL setting.",
+    "timeout": "The gateway stopped answering; try again or raise the timeout setting.",
+    "protocol": "The gateway sent a stream we could not understand; try again.",
+    "cancelled": "",
+}
+
+_OVERFLOW_HINTS = (
+    "context length",
+    "context window",
+    "too long",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+    "context_length_exceeded",
+)
+
+
+class GatewayError(Exception):
+    """A failure with a kind, a human message, and the HTTP status when there was one."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        return self.message
+
+    def as_data(self) -> dict[str, Any]:
+        return {"kind": self.kind, "status": self.status, "retryAfter": self.retry_after}
+
+
+def with_advice(kind: ErrorKind, detail: str) -> str:
+    advice = _ADVICE.get(kind, "")
+    detail = detail.strip().rstrip(".")
+    if not detail:
+        return advice
+    return f"{detail}. {advice}".strip()
+
+
+def looks_like_overflow(text: str) -> bool:
+    lowered = text.lower()
+    return any(hint in lowered for hint in _OVERFLOW_HINTS)
+
+
+def kind_for_status(status: int, detail: str = "", code: str = "") -> ErrorKind:
+    if status == 401:
+        return "auth"
+    if status == 403:
+        return "forbidden"
+    if status == 404:
+        return "not_found"
+    if status == 429:
+        return "rate_limited"
+    if status in (400, 413, 422) and (looks_like_overflow(detail) or looks_like_overflow(code)):
+        return "context_overflow"
+    if status == 408:
+        return "timeout"
+    if 400 <= status < 500 and status != 424:
+        return "bad_request"
+    return "upstream"
+
+
+def detail_from_body(body: bytes) -> tuple[str, str]:
+    """The gateway's message and code from `{error:{message,type,code}}`, or a short text for
+    anything else (an HTML 502 page must not flood the user's screen)."""
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return _summarise_non_json(text), ""
+    if isinstance(payload, dict):
+        err = payload.get("error", payload)
+        if isinstance(err, dict):
+            message = str(err.get("message") or err.get("type") or "").strip()
+            code = str(err.get("code") or err.get("type") or "")
+            return message, code
+        if isinstance(err, str):
+            return err, ""
+    return text[:300], ""
+
+
+def _summarise_non_json(text: str) -> str:
+    if "<" in text and ">" in text:
+        import re
+
+        title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+        if title:
+            return " ".join(title.group(1).split())[:200]
+        stripped = re.sub(r"<[^>]+>", " ", text)
+        return " ".join(stripped.split())[:200]
+    return " ".join(text.split())[:300]
+
+
+def error_from_response(status: int, body: bytes, retry_after: float | None = None) -> GatewayError:
+    detail, code = detail_from_body(body)
+    kind = kind_for_status(status, detail, code)
+    prefix = f"AI Gateway answered {status}"
+    message = with_advice(kind, f"{prefix}: {detail}" if detail else prefix)
+    return GatewayError(kind, message, status=status, retry_after=retry_after)
+
+
+def error_from_stream(payload: dict[str, Any] | None, fallback: str) -> GatewayError:
+    """An in-stream `error` event or a `response.failed` error object (nested or flat)."""
+    err: Any = payload or {}
+    if isinstance(err.get("error"), dict):
+        err = err["error"]
+    message = str(err.get("message") or fallback)
+    code = str(err.get("code") or err.get("type") or "")
+    kind = _kind_for_stream_code(code, message)
+    return GatewayError(kind, with_advice(kind, f"The model stopped with an error: {message}"))
+
+
+def _kind_for_stream_code(code: str, message: str) -> ErrorKind:
+    lowered = code.lower()
+    if "rate_limit" in lowered or "quota" in lowered:
+        return "rate_limited"
+    if looks_like_overflow(lowered) or looks_like_overflow(message):
+        return "context_overflow"
+    if "auth" in lowered:
+        return "auth"
+    if "invalid" in lowered:
+        return "bad_request"
+    return "upstream"

@@ -1,0 +1,49 @@
+"""The whole chat path, shared by the sidecar and the CLI: translate → client → adapt."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from .adapt import StreamAdapter
+from .client import GatewayClient
+from .protocol import ChatRequest, FinishReason, PartOut, Settings, UsagePart
+from .toolnames import ToolNameMap
+from .translate import build_request
+
+
+@dataclass
+class ChatOutcome:
+    usage: UsagePart | None = None
+    finish_reason: FinishReason | None = None
+    response_id: str | None = None
+
+
+async def stream_chat(
+    request: ChatRequest,
+    settings: Settings,
+    client: GatewayClient,
+    api_key: str | None,
+    outcome: ChatOutcome | None = None,
+) -> AsyncIterator[list[PartOut]]:
+    """Batches of parts, one per gateway event that produced any. Raises GatewayError."""
+    names = ToolNameMap([tool.name for tool in request.tools])
+    body = build_request(request, settings, names)
+    adapter = StreamAdapter(names)
+    events = client.stream_events(body, api_key)
+    try:
+        async for event in events:
+            parts = adapter.feed(event)
+            if parts:
+                yield parts
+            if adapter.done:
+                break
+        tail = adapter.end()
+        if tail:
+            yield tail
+    finally:
+        await events.aclose()  # closes the HTTP stream at once, also on cancellation
+        if outcome is not None:
+            outcome.usage = adapter.usage
+            outcome.finish_reason = adapter.finish_reason
+            outcome.response_id = adapter.response_id

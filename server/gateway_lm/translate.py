@@ -1,0 +1,192 @@
+"""VS Code messages (as the extension serialises them) → an OpenResponses request body.
+
+Rules that keep providers from rejecting the request:
+- every `function_call` is followed at once by its `function_call_output` (a cancelled call gets
+  a synthesised output), so the pairing providers require always holds;
+- a result whose call is not in the history is kept as user text, never dropped;
+- Copilot's internal data parts and history thinking never reach the model.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from .images import sniff_image_type
+from .protocol import (
+    ROLE_ASSISTANT,
+    ROLE_SYSTEM,
+    TOOL_MODE_REQUIRED,
+    ChatRequest,
+    DataIn,
+    MessageIn,
+    Settings,
+    TextIn,
+    ToolCallIn,
+    ToolResultIn,
+)
+from .toolnames import ToolNameMap
+
+CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."
+EMPTY_OUTPUT = "(the tool returned no output)"
+_TEXT_DATA_TYPES = ("text/", "application/json")
+
+Item = dict[str, Any]
+
+
+def build_request(request: ChatRequest, settings: Settings, names: ToolNameMap) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": request.model,
+        "input": translate_messages(request.messages, names),
+        "store": False,
+        "stream": True,
+    }
+    instructions = collect_instructions(request.messages)
+    if instructions:
+        body["instructions"] = instructions
+    if request.tools:
+        body["tools"] = [translate_tool(tool.name, tool.description, tool.inputSchema, names) for tool in request.tools]
+        body["tool_choice"] = "required" if request.toolMode == TOOL_MODE_REQUIRED else "auto"
+    body.update(options_from_settings(request.model, settings))
+    return body
+
+
+def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    effort = settings.reasoningEffortByModel.get(model) or settings.reasoningEffort
+    if effort and effort != "default":
+        options["reasoning"] = {"effort": effort, "summary": "auto"}
+    if settings.maxOutputTokens:
+        options["max_output_tokens"] = max(16, settings.maxOutputTokens)
+    if settings.promptCacheKey:
+        options["prompt_cache_key"] = settings.promptCacheKey
+    routing = {
+        key: value
+        for key, value in (
+            ("order", settings.gatewayOrder),
+            ("only", settings.gatewayOnly),
+            ("models", settings.gatewayModels),
+        )
+        if value
+    }
+    if routing:
+        options["providerOptions"] = {"gateway": routing}
+    return options
+
+
+def translate_tool(name: str, description: str, schema: dict[str, Any] | None, names: ToolNameMap) -> Item:
+    # The schema passes through untouched: `$schema`, `$ref`, `$defs` are the tool author's.
+    return {
+        "type": "function",
+        "name": names.to_wire(name),
+        "description": description,
+        "parameters": schema if schema is not None else {"type": "object", "properties": {}},
+        "strict": False,
+    }
+
+
+def collect_instructions(messages: list[MessageIn]) -> str:
+    texts = [_joined_text(m) for m in messages if m.role == ROLE_SYSTEM]
+    return "\n\n".join(t for t in texts if t)
+
+
+def translate_messages(messages: list[MessageIn], names: ToolNameMap) -> list[Item]:
+    results = {part.callId: part for m in messages for part in m.content if isinstance(part, ToolResultIn)}
+    called = {part.callId for m in messages if m.role == ROLE_ASSISTANT for part in m.content if isinstance(part, ToolCallIn)}
+    items: list[Item] = []
+    for message in messages:
+        if message.role == ROLE_SYSTEM:
+            continue
+        if message.role == ROLE_ASSISTANT:
+            items.extend(assistant_items(message, results, names))
+        else:
+            items.extend(user_items(message, called))
+    return items
+
+
+def assistant_items(message: MessageIn, results: dict[str, ToolResultIn], names: ToolNameMap) -> list[Item]:
+    text = _joined_text(message)
+    items: list[Item] = []
+    if text:
+        items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+    for part in message.content:
+        if isinstance(part, ToolCallIn):
+            items.append(function_call_item(part, names))
+            result = results.get(part.callId)
+            output = function_output(result) if result is not None else CANCELLED_OUTPUT
+            items.append({"type": "function_call_output", "call_id": part.callId, "output": output})
+    return items
+
+
+def function_call_item(part: ToolCallIn, names: ToolNameMap) -> Item:
+    arguments = part.input if part.input is not None else {}
+    return {
+        "type": "function_call",
+        "call_id": part.callId,
+        "name": names.to_wire(part.name),
+        "arguments": json.dumps(arguments, ensure_ascii=False),
+    }
+
+
+def function_output(result: ToolResultIn) -> str | list[Item]:
+    content = _content_items(result.content)
+    if any(c["type"] == "input_image" for c in content):
+        return content
+    text = "".join(c["text"] for c in content)
+    return text or EMPTY_OUTPUT
+
+
+def user_items(message: MessageIn, called: set[str]) -> list[Item]:
+    content: list[Item] = []
+    for part in message.content:
+        if isinstance(part, ToolResultIn):
+            if part.callId not in called:
+                content.extend(orphan_result(part))
+        else:
+            content.extend(_content_items([part]))
+    if not content:
+        return []
+    return [{"type": "message", "role": "user", "content": content}]
+
+
+def orphan_result(part: ToolResultIn) -> list[Item]:
+    # The call was lost from history (trimmed, or another provider's): keep what the tool said.
+    header = {"type": "input_text", "text": f"[Result of tool call {part.callId}]\n"}
+    return [header, *_content_items(part.content)]
+
+
+def _content_items(parts: list[Any]) -> list[Item]:
+    items: list[Item] = []
+    for part in parts:
+        if isinstance(part, TextIn) and part.value:
+            items.append({"type": "input_text", "text": part.value})
+        elif isinstance(part, DataIn):
+            item = data_item(part)
+            if item is not None:
+                items.append(item)
+    return items
+
+
+def data_item(part: DataIn) -> Item | None:
+    """An image or text payload; Copilot's internal markers (`cache_control`, …) give None."""
+    mime = part.mimeType.lower()
+    if not (mime.startswith("image/") or mime.startswith(_TEXT_DATA_TYPES)):
+        return None
+    try:
+        raw = base64.b64decode(part.data, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    if mime.startswith("image/"):
+        sniffed = sniff_image_type(raw)
+        if sniffed is None:
+            return None
+        encoded = base64.b64encode(raw).decode("ascii")
+        return {"type": "input_image", "image_url": f"data:{sniffed};base64,{encoded}", "detail": "auto"}
+    text = raw.decode("utf-8", errors="replace")
+    return {"type": "input_text", "text": text} if text else None
+
+
+def _joined_text(message: MessageIn) -> str:
+    return "".join(part.value for part in message.content if isinstance(part, TextIn))

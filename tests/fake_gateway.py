@@ -1,0 +1,386 @@
+"""A real HTTP server on 127.0.0.1 that speaks like the Vercel AI Gateway, by scenario.
+
+The scenario is the model id (`fake/<scenario>`) or the `x-fake-scenario` header. Every request is
+recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
+other processes (Node, VS Code) can assert what reached the gateway.
+
+Run standalone: `python tests/fake_gateway.py [--port N]` prints `PORT <n>` and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ANSWER = ["Hello", " from", " the", " fake", " gateway", "."]
+USAGE = {
+    "input_tokens": 42,
+    "output_tokens": 7,
+    "total_tokens": 49,
+    "input_tokens_details": {"cached_tokens": 10},
+    "output_tokens_details": {"reasoning_tokens": 3},
+}
+
+MODELS = [
+    {
+        "id": "fake/text",
+        "name": "Fake Text",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 32000,
+        "tags": ["tool-use", "vision", "reasoning"],
+        "pricing": {"input": "0.000003", "output": "0.000015", "input_cache_read": "0.0000003"},
+    },
+    {
+        "id": "fake/tools",
+        "name": "Fake Tools",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 128000,
+        "max_tokens": 16384,
+        "tags": ["tool-use"],
+        "pricing": {"input": "0.000001", "output": "0.000002"},
+    },
+    {
+        "id": "fake/reasoning",
+        "name": "Fake Reasoning",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 400000,
+        "max_tokens": 128000,
+        "tags": ["tool-use", "reasoning"],
+        "pricing": {"input": "0.00000125", "output": "0.00001"},
+    },
+    {
+        "id": "fake/plain",
+        "name": "Fake Plain (no tools)",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 8192,
+        "max_tokens": 4096,
+        "tags": [],
+    },
+    {"id": "fake/embed", "name": "Fake Embedding", "type": "embedding", "owned_by": "fake"},
+]
+
+
+def sse(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+def response_obj(status: str, **extra: Any) -> dict[str, Any]:
+    return {"id": "resp_fake_1", "object": "response", "status": status, "model": "fake", **extra}
+
+
+def text_events(chunks: list[str], index: int = 0) -> list[dict[str, Any]]:
+    item_id = f"msg_fake_{index}"
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": index, "item": {"id": item_id, "type": "message"}},
+    ]
+    events += [
+        {"type": "response.output_text.delta", "output_index": index, "content_index": 0, "item_id": item_id, "delta": c}
+        for c in chunks
+    ]
+    full = "".join(chunks)
+    events.append({"type": "response.output_text.done", "output_index": index, "content_index": 0, "text": full})
+    events.append(
+        {
+            "type": "response.output_item.done",
+            "output_index": index,
+            "item": {"id": item_id, "type": "message", "content": [{"type": "output_text", "text": full}]},
+        }
+    )
+    return events
+
+
+def call_events(call_id: str, name: str, arguments: str, index: int = 0) -> list[dict[str, Any]]:
+    item = {"id": f"fc_{call_id}", "type": "function_call", "call_id": call_id, "name": name, "arguments": ""}
+    half = len(arguments) // 2
+    return [
+        {"type": "response.output_item.added", "output_index": index, "item": item},
+        {"type": "response.function_call_arguments.delta", "output_index": index, "delta": arguments[:half]},
+        {"type": "response.function_call_arguments.delta", "output_index": index, "delta": arguments[half:]},
+        {"type": "response.function_call_arguments.done", "output_index": index, "arguments": arguments},
+        {"type": "response.output_item.done", "output_index": index, "item": {**item, "arguments": arguments}},
+    ]
+
+
+def completed(**extra: Any) -> dict[str, Any]:
+    return {"type": "response.completed", "response": response_obj("completed", usage=USAGE, **extra)}
+
+
+class Gateway:
+    """Shared state of one fake gateway: the request log and per-scenario counters."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.counters: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def record(self, entry: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self.requests.append(entry)
+        return entry
+
+    def bump(self, key: str) -> int:
+        with self.lock:
+            self.counters[key] = self.counters.get(key, 0) + 1
+            return self.counters[key]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: FakeServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    # ---- plumbing ----
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload).encode()
+        self._raw(status, body, "application/json", headers)
+
+    def _raw(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def _send(self, entry: dict[str, Any], events: list[dict[str, Any]], gap: float = 0.0) -> bool:
+        """Write events; False (and the time noted) when the client has gone away."""
+        try:
+            for event in events:
+                self.wfile.write(sse(event))
+                self.wfile.flush()
+                if "first_write" not in entry:
+                    entry["first_write"] = time.time()
+                if gap:
+                    time.sleep(gap)
+        except (BrokenPipeError, ConnectionResetError):
+            entry["client_closed_at"] = time.time()
+            return False
+        return True
+
+    def _reset(self) -> None:
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+
+    # ---- routes ----
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": MODELS})
+        elif self.path == "/_requests":
+            with self.server.gateway.lock:
+                self._json(200, self.server.gateway.requests)
+        else:
+            self._json(404, {"error": {"message": "no such route", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        if self.path == "/_reset":
+            with self.server.gateway.lock:
+                self.server.gateway.requests.clear()
+                self.server.gateway.counters.clear()
+            self._json(200, {"ok": True})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return
+        scenario = self.headers.get("x-fake-scenario") or str(body.get("model", "")).removeprefix("fake/")
+        entry = self.server.gateway.record(
+            {
+                "path": self.path,
+                "scenario": scenario,
+                "body": body,
+                "authorization": self.headers.get("authorization"),
+                "received_at": time.time(),
+            }
+        )
+        if not self.path.rstrip("/").endswith("/responses"):
+            self._json(404, {"error": {"message": "no such route", "type": "not_found"}})
+            return
+        serve_scenario(self, scenario, body, entry)
+
+
+def tool_outputs(body: dict[str, Any]) -> list[str]:
+    outputs = []
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            output = item.get("output")
+            outputs.append(output if isinstance(output, str) else json.dumps(output))
+    return outputs
+
+
+def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
+    created = {"type": "response.created", "response": response_obj("in_progress")}
+    if scenario.startswith("error-"):
+        serve_error(h, int(scenario.split("-")[1]))
+        return
+    if scenario.startswith("flaky-"):
+        _, status, times = scenario.split("-")
+        if h.server.gateway.bump(scenario) <= int(times):
+            serve_error(h, int(status))
+            return
+        scenario = "text"
+    if scenario.startswith("replay:"):
+        h._start_stream()
+        data = (FIXTURES / scenario.removeprefix("replay:")).read_bytes()
+        try:
+            h.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return
+    h._start_stream()
+    if scenario == "tools":
+        outputs = tool_outputs(body)
+        if outputs:
+            h._send(entry, [created, *text_events(["The tool said: ", outputs[-1]]), completed()])
+            return
+        tools = body.get("tools") or [{"name": "get_weather"}]
+        name = str(tools[0].get("name"))
+        h._send(entry, [created, *call_events("call_fake_1", name, '{"city": "Paris", "days": 2}'), completed()])
+        return
+    if scenario == "reasoning":
+        rid = "rs_fake_0"
+        thinking = [
+            {"type": "response.output_item.added", "output_index": 0, "item": {"id": rid, "type": "reasoning"}},
+            *[
+                {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0,
+                 "item_id": rid, "delta": d}
+                for d in ["Thinking", " about", " it."]
+            ],
+            {"type": "response.output_item.done", "output_index": 0, "item": {"id": rid, "type": "reasoning",
+             "summary": [{"type": "summary_text", "text": "Thinking about it."}]}},
+        ]
+        h._send(entry, [created, *thinking, *text_events(ANSWER, 1), completed()])
+        return
+    if scenario == "failed":
+        error = {"type": "error", "error": {"type": "server_error", "code": "server_error", "message": "overloaded"}}
+        failed = {"type": "response.failed", "response": response_obj("failed", error={"message": "overloaded"})}
+        h._send(entry, [created, *text_events(["Partial"]), error, failed])
+        return
+    if scenario == "incomplete":
+        incomplete = {"type": "response.incomplete", "response": response_obj(
+            "incomplete", usage=USAGE, incomplete_details={"reason": "max_output_tokens"})}
+        h._send(entry, [created, *text_events(["Cut", " short"]), incomplete])
+        return
+    if scenario == "reset":
+        h._send(entry, [created, *text_events(["Partial", " answer"])[:3]])
+        h._reset()
+        return
+    if scenario == "noterminal":
+        h._send(entry, [created, *text_events(["Partial", " answer"])])
+        return
+    if scenario == "stall":
+        h._send(entry, [created, *text_events(["Partial"])[:2]])
+        deadline = time.time() + 30
+        while time.time() < deadline:  # until the client gives up
+            time.sleep(0.05)
+            if not h._send(entry, []) or _peer_closed(h):
+                entry["client_closed_at"] = time.time()
+                return
+        return
+    if scenario == "slow":
+        chunks = [f"chunk{i} " for i in range(400)]
+        h._send(entry, [created, *text_events(chunks)[:-2], completed()], gap=0.02)
+        return
+    if scenario == "echo":
+        h._send(entry, [created, *text_events([json.dumps(body)]), completed()])
+        return
+    h._send(entry, [created, *text_events(ANSWER), completed()])
+
+
+def _peer_closed(h: Handler) -> bool:
+    try:
+        h.connection.setblocking(False)
+        try:
+            data = h.connection.recv(1, socket.MSG_PEEK)
+        finally:
+            h.connection.setblocking(True)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    return data == b""
+
+
+ERRORS: dict[int, tuple[str, dict[str, str]]] = {
+    400: ('{"error":{"message":"Invalid input: tools.0.name is required","type":"invalid_request_error"}}', {}),
+    401: ('{"error":{"message":"Invalid API key","type":"authentication_error"}}', {}),
+    403: ('{"error":{"message":"Free tier users do not have access to this model","type":"forbidden"}}', {}),
+    404: ('{"error":{"message":"Model fake/missing not found","type":"model_not_found"}}', {}),
+    413: ('{"error":{"message":"Input is too long for requested model.","type":"invalid_request_error"}}', {}),
+    424: ('{"error":{"message":"Provider failed","type":"failed_dependency"}}', {}),
+    429: ('{"error":{"message":"Rate limit exceeded","type":"rate_limit_exceeded"}}', {"retry-after": "0"}),
+    500: ('{"error":{"message":"Internal error","type":"internal_server_error"}}', {}),
+    502: ("<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>", {}),
+    503: ('{"error":{"message":"Service unavailable","type":"internal_server_error"}}', {}),
+    504: ("<html><head><title>504 Gateway Time-out</title></head><body>timeout</body></html>", {}),
+}
+
+
+def serve_error(h: Handler, status: int) -> None:
+    body, headers = ERRORS.get(status, ('{"error":{"message":"error"}}', {}))
+    if status == 400 and h.headers.get("x-fake-overflow"):
+        body = ERRORS[413][0]
+    ctype = "text/html" if body.startswith("<") else "application/json"
+    h._raw(status, body.encode(), ctype, headers)
+
+
+class FakeServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), Handler)
+        self.gateway = Gateway()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def start(self) -> FakeServer:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = FakeServer(args.port)
+    print(f"PORT {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
