@@ -1,0 +1,78 @@
+"""`gateway-lm` as a user runs it: a subprocess against the fake gateway."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from fake_gateway import FakeServer
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "AI_GATEWAY_API_KEY": "cli-key", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "gateway_lm", *args], capture_output=True, text=True,
+                          env=full_env, timeout=60)
+
+
+def test_chat_streams_text_to_stdout_and_usage_to_stderr(gateway: FakeServer) -> None:
+    run = cli("chat", "--base-url", gateway.base_url, "--model", "fake/reasoning", "--system", "Be kind", "hi")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "Hello from the fake gateway.\n"
+    assert "Thinking about it." in run.stderr and "usage: input 42 (cached 10)" in run.stderr
+    body = gateway.gateway.requests[0]["body"]
+    assert body["instructions"] == "Be kind" and body["model"] == "fake/reasoning"
+
+
+def test_chat_json_prints_parts(gateway: FakeServer) -> None:
+    run = cli("chat", "--json", "--base-url", gateway.base_url, "--model", "fake/text", "hi")
+    parts = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [p["type"] for p in parts] == ["text"] * 6 + ["usage", "finish"]
+    assert parts[-1] == {"type": "finish", "reason": "stop", "responseId": "resp_fake_1"}
+
+
+def test_length_finish_exits_zero(gateway: FakeServer) -> None:
+    run = cli("chat", "--base-url", gateway.base_url, "--model", "fake/incomplete", "hi")
+    assert run.returncode == 0 and "finish: length" in run.stderr
+
+
+@pytest.mark.parametrize(("model", "kind"), [("fake/error-401", "auth"), ("fake/error-502", "upstream"),
+                                             ("fake/noterminal", "protocol")])
+def test_errors_exit_1_with_one_line_and_an_error_part(gateway: FakeServer, model: str, kind: str) -> None:
+    run = cli("chat", "--json", "--max-retries", "0", "--base-url", gateway.base_url, "--model", model, "hi")
+    assert run.returncode == 1
+    assert run.stderr.startswith(f"error: {kind}: ") and run.stderr.count("\n") == 1
+    last = json.loads(run.stdout.splitlines()[-1])
+    assert last["type"] == "error" and last["kind"] == kind
+    assert "Traceback" not in run.stderr + run.stdout
+
+
+def test_stall_honours_idle_timeout(gateway: FakeServer) -> None:
+    run = cli("chat", "--idle-timeout", "0.3", "--base-url", gateway.base_url, "--model", "fake/stall", "hi")
+    assert run.returncode == 1 and run.stderr.startswith("error: timeout: ")
+    assert run.stdout.startswith("Partial")
+
+
+def test_misuse_exits_2() -> None:
+    assert cli("chat").returncode == 2
+    assert cli("frobnicate").returncode == 2
+    assert cli("chat", "--max-retries", "many", "hi").returncode == 2
+
+
+def test_replay_of_a_missing_file_is_one_clear_line() -> None:
+    run = cli("replay", "/nonexistent/stream.sse")
+    assert run.returncode == 1 and run.stderr.startswith("error: ") and "Traceback" not in run.stderr
+
+
+def test_models_lists_language_models(gateway: FakeServer) -> None:
+    run = cli("models", "--json", "--base-url", gateway.base_url)
+    ids = [json.loads(line)["id"] for line in run.stdout.splitlines()]
+    assert run.returncode == 0 and "fake/text" in ids and "fake/embed" not in ids
+
+
+def test_the_key_never_appears_in_output(gateway: FakeServer) -> None:
+    run = cli("chat", "--base-url", gateway.base_url, "--model", "fake/error-401", "hi",
+              env={"AI_GATEWAY_API_KEY": "sk-secret-canary-123"})
+    assert "sk-secret-canary-123" not in run.stdout + run.stderr

@@ -1,0 +1,213 @@
+"""The client and pipeline against a real HTTP server on loopback (tests/fake_gateway.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from typing import Any
+
+import pytest
+from fake_gateway import FakeServer
+
+from gateway_lm.client import GatewayClient, parse_retry_after
+from gateway_lm.errors import GatewayError
+from gateway_lm.models import catalogue
+from gateway_lm.pipeline import ChatOutcome, stream_chat
+from gateway_lm.protocol import ChatRequest, Settings
+
+USER = [{"role": 1, "content": [{"type": "text", "value": "hi"}]}]
+
+
+def settings_for(gateway: FakeServer, **extra: Any) -> Settings:
+    return Settings(baseUrl=gateway.base_url, **extra)
+
+
+async def chat(settings: Settings, model: str, tools: list[dict[str, Any]] | None = None,
+               messages: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], ChatOutcome]:
+    request = ChatRequest.model_validate({"model": model, "messages": messages or USER, "tools": tools or []})
+    client = GatewayClient(settings)
+    outcome = ChatOutcome()
+    parts: list[dict[str, Any]] = []
+    try:
+        async for batch in stream_chat(request, settings, client, "test-key", outcome):
+            parts.extend(batch)
+    finally:
+        await client.aclose()
+    return parts, outcome
+
+
+def text_of(parts: list[dict[str, Any]]) -> str:
+    return "".join(p["value"] for p in parts if p["type"] == "text")
+
+
+async def failure(settings: Settings, model: str) -> tuple[GatewayError, list[dict[str, Any]]]:
+    parts: list[dict[str, Any]] = []
+    request = ChatRequest.model_validate({"model": model, "messages": USER})
+    client = GatewayClient(settings)
+    try:
+        async for batch in stream_chat(request, settings, client, "test-key"):
+            parts.extend(batch)
+    except GatewayError as error:
+        return error, parts
+    finally:
+        await client.aclose()
+    raise AssertionError("expected a GatewayError")
+
+
+async def test_text_streams_with_usage_and_bearer(gateway: FakeServer) -> None:
+    parts, outcome = await chat(settings_for(gateway), "fake/text")
+    assert text_of(parts) == "Hello from the fake gateway."
+    assert len([p for p in parts if p["type"] == "text"]) == 6
+    assert outcome.usage is not None and outcome.usage["inputTokens"] == 42
+    assert outcome.finish_reason == "stop" and outcome.response_id == "resp_fake_1"
+    assert gateway.gateway.requests[0]["authorization"] == "Bearer test-key"
+    assert gateway.gateway.requests[0]["path"] == "/v1/responses"
+
+
+async def test_tool_round_trip(gateway: FakeServer) -> None:
+    tools = [{"name": "read file", "description": "", "inputSchema": {"type": "object"}}]
+    parts, outcome = await chat(settings_for(gateway), "fake/tools", tools)
+    call = next(p for p in parts if p["type"] == "toolCall")
+    assert call["name"] == "read file" and call["input"] == {"city": "Paris", "days": 2}
+    assert outcome.finish_reason == "toolCalls"
+    history = [*USER, {"role": 2, "content": [call]},
+               {"role": 1, "content": [{"type": "toolResult", "callId": call["callId"],
+                                        "content": [{"type": "text", "value": "sunny"}]}]}]
+    parts, _ = await chat(settings_for(gateway), "fake/tools", tools, history)
+    assert text_of(parts) == "The tool said: sunny"
+    sent = gateway.gateway.requests[-1]["body"]["input"]
+    assert [i["type"] for i in sent][-2:] == ["function_call", "function_call_output"]
+
+
+async def test_api_key_from_environment(gateway: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AI_GATEWAY_API_KEY", "env-key")
+    client = GatewayClient(settings_for(gateway))
+    try:
+        async for _ in client.stream_events({"model": "fake/text", "input": []}, None):
+            pass
+    finally:
+        await client.aclose()
+    assert gateway.gateway.requests[0]["authorization"] == "Bearer env-key"
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "words"),
+    [
+        (400, "bad_request", "tools.0.name"),
+        (401, "auth", "API key"),
+        (403, "forbidden", "Free tier"),
+        (404, "not_found", "not found"),
+        (413, "context_overflow", "too long"),
+        (424, "upstream", "Provider failed"),
+        (500, "upstream", "Internal error"),
+        (502, "upstream", "502 Bad Gateway"),
+    ],
+)
+async def test_error_statuses_are_classified_with_a_fix(gateway: FakeServer, status: int, kind: str, words: str) -> None:
+    error, parts = await failure(settings_for(gateway, maxRetries=0), f"fake/error-{status}")
+    assert (error.kind, error.status) == (kind, status)
+    assert words in error.message
+    assert "<html" not in error.message.lower()
+    assert parts == []
+
+
+async def test_transient_failures_are_retried_before_the_first_event(gateway: FakeServer) -> None:
+    parts, _ = await chat(settings_for(gateway, maxRetries=2), "fake/flaky-503-2")
+    assert text_of(parts) == "Hello from the fake gateway."
+    assert len(gateway.gateway.requests) == 3
+
+
+async def test_retries_are_bounded(gateway: FakeServer) -> None:
+    error, _ = await failure(settings_for(gateway, maxRetries=1), "fake/flaky-429-5")
+    assert error.kind == "rate_limited" and error.retry_after == 0
+    assert len(gateway.gateway.requests) == 2
+
+
+async def test_auth_errors_are_not_retried(gateway: FakeServer) -> None:
+    await failure(settings_for(gateway, maxRetries=3), "fake/error-401")
+    assert len(gateway.gateway.requests) == 1
+
+
+async def test_failure_mid_stream_keeps_shown_text_and_is_not_retried(gateway: FakeServer) -> None:
+    for model, kind in (("fake/failed", "upstream"), ("fake/reset", "network"), ("fake/noterminal", "protocol")):
+        gateway.gateway.requests.clear()
+        error, parts = await failure(settings_for(gateway, maxRetries=3), model)
+        assert error.kind == kind, model
+        assert text_of(parts).startswith("Partial"), model
+        assert len(gateway.gateway.requests) == 1, model
+
+
+async def test_stall_longer_than_idle_timeout(gateway: FakeServer) -> None:
+    started = time.monotonic()
+    error, parts = await failure(settings_for(gateway, idleTimeout=0.5), "fake/stall")
+    assert error.kind == "timeout" and "0.5 s" in error.message
+    assert text_of(parts) == "Partial"
+    assert time.monotonic() - started < 5
+
+
+async def test_connection_refused_is_a_network_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = Settings(baseUrl=f"http://127.0.0.1:{port}/v1", maxRetries=1)
+    error, _ = await failure(settings, "any/model")
+    assert error.kind == "network" and "base URL" in error.message
+
+
+async def test_incomplete_finishes_with_length(gateway: FakeServer) -> None:
+    parts, outcome = await chat(settings_for(gateway), "fake/incomplete")
+    assert text_of(parts) == "Cut short" and outcome.finish_reason == "length"
+
+
+async def test_cancelling_closes_the_upstream_stream(gateway: FakeServer) -> None:
+    settings = settings_for(gateway)
+    first = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in chat_stream(settings):
+            first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first.wait(), 5)
+    cancelled_at = time.time()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    deadline = time.time() + 2
+    while "client_closed_at" not in gateway.gateway.requests[0] and time.time() < deadline:
+        await asyncio.sleep(0.01)
+    assert gateway.gateway.requests[0]["client_closed_at"] - cancelled_at < 0.2
+
+
+async def chat_stream(settings: Settings) -> Any:
+    request = ChatRequest.model_validate({"model": "fake/slow", "messages": USER})
+    client = GatewayClient(settings)
+    try:
+        async for batch in stream_chat(request, settings, client, None):
+            yield batch
+    finally:
+        await client.aclose()
+
+
+async def test_models_catalogue(gateway: FakeServer) -> None:
+    client = GatewayClient(settings_for(gateway))
+    try:
+        models = catalogue(await client.list_models(), output_reservation=16384)
+    finally:
+        await client.aclose()
+    by_id = {m.id: m for m in models}
+    assert "fake/embed" not in by_id
+    text = by_id["fake/text"]
+    assert text.maxInputTokens == 200000 - 16384 and text.maxOutputTokens == 32000
+    assert text.capabilities.toolCalling and text.capabilities.imageInput and text.reasoning
+    assert text.pricing.input == 3.0 and text.pricing.output == 15.0 and text.pricing.cacheRead == 0.3
+    plain = by_id["fake/plain"]
+    assert not plain.capabilities.toolCalling and plain.maxInputTokens == 8192 - 4096
+
+
+def test_retry_after_forms() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert parse_retry_after("soon") is None
