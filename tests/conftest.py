@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_gateway import FakeServer  # noqa: E402
+from fake_gateway import FakeServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -88,7 +88,13 @@ def text_events(chunks: list[str], index: int = 0) -> list[dict[str, Any]]:
         {"type": "response.output_item.added", "output_index": index, "item": {"id": item_id, "type": "message"}},
     ]
     events += [
-        {"type": "response.output_text.delta", "output_index": index, "content_index": 0, "item_id": item_id, "delta": c}
+        {
+            "type": "response.output_text.delta",
+            "output_index": index,
+            "content_index": 0,
+            "item_id": item_id,
+            "delta": c,
+        }
         for c in chunks
     ]
     full = "".join(chunks)
@@ -271,12 +277,24 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         thinking = [
             {"type": "response.output_item.added", "output_index": 0, "item": {"id": rid, "type": "reasoning"}},
             *[
-                {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0,
-                 "item_id": rid, "delta": d}
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "output_index": 0,
+                    "summary_index": 0,
+                    "item_id": rid,
+                    "delta": d,
+                }
                 for d in ["Thinking", " about", " it."]
             ],
-            {"type": "response.output_item.done", "output_index": 0, "item": {"id": rid, "type": "reasoning",
-             "summary": [{"type": "summary_text", "text": "Thinking about it."}]}},
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {
+                    "id": rid,
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": "Thinking about it."}],
+                },
+            },
         ]
         h._send(entry, [created, *thinking, *text_events(ANSWER, 1), completed()])
         return
@@ -286,8 +304,10 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         h._send(entry, [created, *text_events(["Partial"]), error, failed])
         return
     if scenario == "incomplete":
-        incomplete = {"type": "response.incomplete", "response": response_obj(
-            "incomplete", usage=USAGE, incomplete_details={"reason": "max_output_tokens"})}
+        incomplete = {
+            "type": "response.incomplete",
+            "response": response_obj("incomplete", usage=USAGE, incomplete_details={"reason": "max_output_tokens"}),
+        }
         h._send(entry, [created, *text_events(["Cut", " short"]), incomplete])
         return
     if scenario == "reset":

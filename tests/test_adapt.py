@@ -11,7 +11,10 @@ from gateway_lm.arguments import INVALID_KEY
 from gateway_lm.errors import GatewayError
 from gateway_lm.toolnames import ToolNameMap
 
-COMPLETED = {"type": "response.completed", "response": {"id": "resp_1", "usage": {"input_tokens": 5, "output_tokens": 2}}}
+COMPLETED = {
+    "type": "response.completed",
+    "response": {"id": "resp_1", "usage": {"input_tokens": 5, "output_tokens": 2}},
+}
 
 
 def run(events: list[dict[str, Any]], names: ToolNameMap | None = None) -> list[dict[str, Any]]:
@@ -23,7 +26,9 @@ def run(events: list[dict[str, Any]], names: ToolNameMap | None = None) -> list[
     return parts
 
 
-def call_item(call_id: str = "call_1", name: str = "read", arguments: str = "", item_id: str = "fc_1") -> dict[str, Any]:
+def call_item(
+    call_id: str = "call_1", name: str = "read", arguments: str = "", item_id: str = "fc_1"
+) -> dict[str, Any]:
     return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments}
 
 
@@ -42,8 +47,11 @@ def test_done_events_add_only_what_deltas_missed() -> None:
         [
             {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "Hel"},
             {"type": "response.output_text.done", "output_index": 0, "content_index": 0, "text": "Hello"},
-            {"type": "response.output_item.done", "output_index": 0,
-             "item": {"type": "message", "content": [{"type": "output_text", "text": "Hello"}]}},
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {"type": "message", "content": [{"type": "output_text", "text": "Hello"}]},
+            },
             COMPLETED,
         ]
     )
@@ -53,8 +61,11 @@ def test_done_events_add_only_what_deltas_missed() -> None:
 def test_text_only_in_output_item_done_is_shown() -> None:
     parts = run(
         [
-            {"type": "response.output_item.done", "output_index": 0,
-             "item": {"type": "message", "content": [{"type": "output_text", "text": "Whole"}]}},
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {"type": "message", "content": [{"type": "output_text", "text": "Whole"}]},
+            },
             COMPLETED,
         ]
     )
@@ -84,8 +95,17 @@ def test_rotating_item_ids_are_correlated_by_output_index() -> None:
             {"type": "response.output_item.added", "output_index": 1, "item": call_item(item_id="a")},
             {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "b", "delta": '{"x":'},
             {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "c", "delta": "1}"},
-            {"type": "response.function_call_arguments.done", "output_index": 1, "item_id": "d", "arguments": '{"x":1}'},
-            {"type": "response.output_item.done", "output_index": 1, "item": {**call_item(item_id="e"), "arguments": ""}},
+            {
+                "type": "response.function_call_arguments.done",
+                "output_index": 1,
+                "item_id": "d",
+                "arguments": '{"x":1}',
+            },
+            {
+                "type": "response.output_item.done",
+                "output_index": 1,
+                "item": {**call_item(item_id="e"), "arguments": ""},
+            },
             COMPLETED,
         ]
     )
@@ -150,7 +170,9 @@ def test_arguments_are_repaired_only_when_safe(raw: str, expected: dict[str, Any
 def test_mapped_tool_names_are_mapped_back() -> None:
     names = ToolNameMap(["mcp.server/read file"])
     wire = names.to_wire("mcp.server/read file")
-    parts = run([{"type": "response.output_item.done", "output_index": 0, "item": call_item(name=wire)}, COMPLETED], names)
+    parts = run(
+        [{"type": "response.output_item.done", "output_index": 0, "item": call_item(name=wire)}, COMPLETED], names
+    )
     assert calls(parts)[0]["name"] == "mcp.server/read file"
 
 
@@ -163,8 +185,11 @@ def test_every_reasoning_family_becomes_thinking(event_type: str) -> None:
         [
             {"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}},
             {"type": event_type, "output_index": 0, "summary_index": 0, "content_index": 0, "delta": "hmm"},
-            {"type": "response.output_item.done", "output_index": 0,
-             "item": {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "hmm"}]}},
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "hmm"}]},
+            },
             COMPLETED,
         ]
     )
@@ -223,13 +248,22 @@ def test_failed_after_error_event_raises_the_error_event_message() -> None:
 
 def test_usage_part_has_every_field() -> None:
     usage = {
-        "input_tokens": 100, "output_tokens": 20, "total_tokens": 120,
-        "input_tokens_details": {"cached_tokens": 40}, "output_tokens_details": {"reasoning_tokens": 8},
+        "input_tokens": 100,
+        "output_tokens": 20,
+        "total_tokens": 120,
+        "input_tokens_details": {"cached_tokens": 40},
+        "output_tokens_details": {"reasoning_tokens": 8},
     }
     parts = run([{"type": "response.completed", "response": {"id": "r", "usage": usage}}])
     assert parts == [
-        {"type": "usage", "inputTokens": 100, "outputTokens": 20, "totalTokens": 120, "cachedTokens": 40,
-         "reasoningTokens": 8},
+        {
+            "type": "usage",
+            "inputTokens": 100,
+            "outputTokens": 20,
+            "totalTokens": 120,
+            "cachedTokens": 40,
+            "reasoningTokens": 8,
+        },
         {"type": "finish", "reason": "stop", "responseId": "r"},
     ]
 

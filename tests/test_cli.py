@@ -8,13 +8,15 @@ import subprocess
 import sys
 
 import pytest
+
 from fake_gateway import FakeServer
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "AI_GATEWAY_API_KEY": "cli-key", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "gateway_lm", *args], capture_output=True, text=True,
-                          env=full_env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "gateway_lm", *args], capture_output=True, text=True, env=full_env, timeout=60
+    )
 
 
 def test_chat_streams_text_to_stdout_and_usage_to_stderr(gateway: FakeServer) -> None:
@@ -38,8 +40,9 @@ def test_length_finish_exits_zero(gateway: FakeServer) -> None:
     assert run.returncode == 0 and "finish: length" in run.stderr
 
 
-@pytest.mark.parametrize(("model", "kind"), [("fake/error-401", "auth"), ("fake/error-502", "upstream"),
-                                             ("fake/noterminal", "protocol")])
+@pytest.mark.parametrize(
+    ("model", "kind"), [("fake/error-401", "auth"), ("fake/error-502", "upstream"), ("fake/noterminal", "protocol")]
+)
 def test_errors_exit_1_with_one_line_and_an_error_part(gateway: FakeServer, model: str, kind: str) -> None:
     run = cli("chat", "--json", "--max-retries", "0", "--base-url", gateway.base_url, "--model", model, "hi")
     assert run.returncode == 1
@@ -73,6 +76,13 @@ def test_models_lists_language_models(gateway: FakeServer) -> None:
 
 
 def test_the_key_never_appears_in_output(gateway: FakeServer) -> None:
-    run = cli("chat", "--base-url", gateway.base_url, "--model", "fake/error-401", "hi",
-              env={"AI_GATEWAY_API_KEY": "sk-secret-canary-123"})
+    run = cli(
+        "chat",
+        "--base-url",
+        gateway.base_url,
+        "--model",
+        "fake/error-401",
+        "hi",
+        env={"AI_GATEWAY_API_KEY": "sk-secret-canary-123"},
+    )
     assert "sk-secret-canary-123" not in run.stdout + run.stderr

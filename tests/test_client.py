@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 import pytest
-from fake_gateway import FakeServer
 
+from fake_gateway import FakeServer
 from gateway_lm.client import GatewayClient, parse_retry_after
 from gateway_lm.errors import GatewayError
 from gateway_lm.models import catalogue
@@ -23,8 +23,12 @@ def settings_for(gateway: FakeServer, **extra: Any) -> Settings:
     return Settings(baseUrl=gateway.base_url, **extra)
 
 
-async def chat(settings: Settings, model: str, tools: list[dict[str, Any]] | None = None,
-               messages: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], ChatOutcome]:
+async def chat(
+    settings: Settings,
+    model: str,
+    tools: list[dict[str, Any]] | None = None,
+    messages: list[dict[str, Any]] | None = None,
+) -> tuple[list[dict[str, Any]], ChatOutcome]:
     request = ChatRequest.model_validate({"model": model, "messages": messages or USER, "tools": tools or []})
     client = GatewayClient(settings)
     outcome = ChatOutcome()
@@ -71,9 +75,16 @@ async def test_tool_round_trip(gateway: FakeServer) -> None:
     call = next(p for p in parts if p["type"] == "toolCall")
     assert call["name"] == "read file" and call["input"] == {"city": "Paris", "days": 2}
     assert outcome.finish_reason == "toolCalls"
-    history = [*USER, {"role": 2, "content": [call]},
-               {"role": 1, "content": [{"type": "toolResult", "callId": call["callId"],
-                                        "content": [{"type": "text", "value": "sunny"}]}]}]
+    history = [
+        *USER,
+        {"role": 2, "content": [call]},
+        {
+            "role": 1,
+            "content": [
+                {"type": "toolResult", "callId": call["callId"], "content": [{"type": "text", "value": "sunny"}]}
+            ],
+        },
+    ]
     parts, _ = await chat(settings_for(gateway), "fake/tools", tools, history)
     assert text_of(parts) == "The tool said: sunny"
     sent = gateway.gateway.requests[-1]["body"]["input"]
@@ -104,7 +115,9 @@ async def test_api_key_from_environment(gateway: FakeServer, monkeypatch: pytest
         (502, "upstream", "502 Bad Gateway"),
     ],
 )
-async def test_error_statuses_are_classified_with_a_fix(gateway: FakeServer, status: int, kind: str, words: str) -> None:
+async def test_error_statuses_are_classified_with_a_fix(
+    gateway: FakeServer, status: int, kind: str, words: str
+) -> None:
     error, parts = await failure(settings_for(gateway, maxRetries=0), f"fake/error-{status}")
     assert (error.kind, error.status) == (kind, status)
     assert words in error.message

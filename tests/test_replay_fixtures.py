@@ -71,7 +71,9 @@ def test_text_matches_the_recorded_final_text() -> None:
 
 def test_cli_replay_json_prints_one_part_per_line() -> None:
     path = FIXTURES / "vercel-ai/azure-openai-single-function-call.jsonl"
-    run = subprocess.run([sys.executable, "-m", "gateway_lm", "replay", "--json", str(path)], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "gateway_lm", "replay", "--json", str(path)], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
     parts = [json.loads(line) for line in run.stdout.splitlines()]
     assert [p["type"] for p in parts] == ["toolCall", "usage", "finish"]

@@ -42,8 +42,12 @@ def body_for(messages: list[dict[str, Any]], settings: Settings | None = None, *
 
 def assert_valid(body: dict[str, Any]) -> None:
     """Validates against CreateResponseBody; `providerOptions` is the gateway's documented extension."""
-    registry: Registry[Any] = Registry().with_resource("urn:spec", Resource.from_contents(SPEC, default_specification=
-        __import__("referencing.jsonschema", fromlist=["DRAFT202012"]).DRAFT202012))
+    registry: Registry[Any] = Registry().with_resource(
+        "urn:spec",
+        Resource.from_contents(
+            SPEC, default_specification=__import__("referencing.jsonschema", fromlist=["DRAFT202012"]).DRAFT202012
+        ),
+    )
     schema = {"$ref": "urn:spec#/components/schemas/CreateResponseBody"}
     standard = {k: v for k, v in body.items() if k != "providerOptions"}
     errors = list(Draft202012Validator(schema, registry=registry).iter_errors(standard))
@@ -67,8 +71,13 @@ def test_tool_call_and_result_pair_with_same_call_id_in_order() -> None:
         ]
     )
     kinds = [(i["type"], i.get("role")) for i in body["input"]]
-    assert kinds == [("message", "user"), ("message", "assistant"), ("function_call", None),
-                     ("function_call_output", None), ("message", "user")]
+    assert kinds == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("function_call", None),
+        ("function_call_output", None),
+        ("message", "user"),
+    ]
     call, output = body["input"][2], body["input"][3]
     assert call == {"type": "function_call", "call_id": "c1", "name": "read", "arguments": '{"p": "a"}'}
     assert output == {"type": "function_call_output", "call_id": "c1", "output": "file body"}
@@ -90,7 +99,9 @@ def test_result_without_call_is_kept_as_text() -> None:
     assert not any(i["type"].startswith("function_call") for i in body["input"])
 
 
-@pytest.mark.parametrize(("raw", "mime"), [(PNG, "image/png"), (JPEG, "image/jpeg"), (GIF, "image/gif"), (WEBP, "image/webp")])
+@pytest.mark.parametrize(
+    ("raw", "mime"), [(PNG, "image/png"), (JPEG, "image/jpeg"), (GIF, "image/gif"), (WEBP, "image/webp")]
+)
 def test_images_become_input_image_with_sniffed_type(raw: bytes, mime: str) -> None:
     body = body_for([msg(1, text("look"), data(raw, "image/*"))])
     image = body["input"][0]["content"][1]
@@ -126,10 +137,16 @@ def test_internal_data_parts_and_history_thinking_are_dropped() -> None:
 
 
 def test_invalid_tool_names_are_mapped_and_schemas_pass_through() -> None:
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-              "properties": {"x": {"$ref": "#/$defs/X"}}, "$defs": {"X": {"type": "string"}}}
-    tools = [{"name": "mcp.server/read file", "description": "d", "inputSchema": schema},
-             {"name": "mcp_server_read_file", "description": "", "inputSchema": None}]
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"x": {"$ref": "#/$defs/X"}},
+        "$defs": {"X": {"type": "string"}},
+    }
+    tools = [
+        {"name": "mcp.server/read file", "description": "d", "inputSchema": schema},
+        {"name": "mcp_server_read_file", "description": "", "inputSchema": None},
+    ]
     body = body_for([msg(1, text("go"))], tools=tools, toolMode=2)
     names = [t["name"] for t in body["tools"]]
     assert names[1] == "mcp_server_read_file"
@@ -148,16 +165,21 @@ def test_long_tool_names_are_shortened_uniquely() -> None:
 
 def test_settings_shape_the_request() -> None:
     settings = Settings(
-        reasoningEffort="low", reasoningEffortByModel={"openai/gpt-5": "high"}, gatewayOrder=["bedrock"],
-        gatewayOnly=["bedrock", "anthropic"], gatewayModels=["openai/gpt-5-mini"], maxOutputTokens=4000,
+        reasoningEffort="low",
+        reasoningEffortByModel={"openai/gpt-5": "high"},
+        gatewayOrder=["bedrock"],
+        gatewayOnly=["bedrock", "anthropic"],
+        gatewayModels=["openai/gpt-5-mini"],
+        maxOutputTokens=4000,
         promptCacheKey="conv-1",
     )
     body = body_for([msg(1, text("hi"))], settings)
     assert body["reasoning"] == {"effort": "high", "summary": "auto"}
     assert body["max_output_tokens"] == 4000
     assert body["prompt_cache_key"] == "conv-1"
-    assert body["providerOptions"] == {"gateway": {"order": ["bedrock"], "only": ["bedrock", "anthropic"],
-                                                   "models": ["openai/gpt-5-mini"]}}
+    assert body["providerOptions"] == {
+        "gateway": {"order": ["bedrock"], "only": ["bedrock", "anthropic"], "models": ["openai/gpt-5-mini"]}
+    }
     assert_valid(body)
 
 

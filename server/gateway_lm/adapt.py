@@ -34,7 +34,7 @@ _REASONING_DONES = (
 
 
 class _Item:
-    __slots__ = ("type", "id", "call_id", "name", "arg_deltas", "arguments", "emitted")
+    __slots__ = ("arg_deltas", "arguments", "call_id", "emitted", "id", "name", "type")
 
     def __init__(self) -> None:
         self.type = ""
@@ -337,7 +337,7 @@ class StreamAdapter:
         output = response.get("output")
         for index, raw in enumerate(output if isinstance(output, list) else []):
             if isinstance(raw, dict) and raw.get("type") == "function_call":
-                item = self._items.get(index) if index in self._items else _Item()
+                item = self._items.get(index) or _Item()
                 item.merge(raw)
                 parts.extend(self._emit_call(item))
         for item in self._items.values():

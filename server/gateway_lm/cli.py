@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         out.error(GatewayError("bad_request", f"{type(error).__name__}: {error}"))
         return 1
-    except Exception as error:  # noqa: BLE001 — the user gets one line, never a traceback
+    except Exception as error:
         out.error(GatewayError("protocol", f"internal error: {type(error).__name__}: {error}"))
         return 1
     return 0

@@ -13,7 +13,7 @@ import logging
 import os
 import random
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -85,7 +85,7 @@ class GatewayClient:
             headers["authorization"] = f"Bearer {token}"
         return headers
 
-    async def stream_events(self, body: dict[str, Any], api_key: str | None) -> AsyncIterator[dict[str, Any]]:
+    async def stream_events(self, body: dict[str, Any], api_key: str | None) -> AsyncGenerator[dict[str, Any], None]:
         """Parsed JSON events of one response, in order. Ends at `[DONE]` or when the server closes."""
         url = f"{self.base_url}/responses"
         attempt = 0
@@ -141,8 +141,12 @@ class GatewayClient:
 
     def _transport_error(self, exc: httpx.TransportError) -> GatewayError:
         if isinstance(exc, httpx.TimeoutException):
-            return GatewayError("timeout", with_advice("timeout", f"The gateway at {self.base_url} did not answer in time"))
-        return GatewayError("network", with_advice("network", f"Cannot reach {self.base_url} ({exc or type(exc).__name__})"))
+            return GatewayError(
+                "timeout", with_advice("timeout", f"The gateway at {self.base_url} did not answer in time")
+            )
+        return GatewayError(
+            "network", with_advice("network", f"Cannot reach {self.base_url} ({exc or type(exc).__name__})")
+        )
 
     async def _error_for(self, response: httpx.Response) -> GatewayError:
         try:

@@ -7,7 +7,7 @@ path, where pydantic would cost more than the whole adapter.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict, Union
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
@@ -44,7 +44,7 @@ class DataIn(_Part):
 
 class ThinkingIn(_Part):
     type: Literal["thinking"]
-    value: Union[str, list[str]] = ""
+    value: str | list[str] = ""
     id: str | None = None
 
 
@@ -63,14 +63,12 @@ def _part_tag(value: Any) -> str:
 
 
 ResultPartIn = Annotated[
-    Union[
-        Annotated[TextIn, Tag("text")],
-        Annotated[DataIn, Tag("data")],
-        Annotated[ThinkingIn, Tag("thinking")],
-        Annotated[ToolCallIn, Tag("toolCall")],
-        Annotated[UnknownIn, Tag("toolResult")],
-        Annotated[UnknownIn, Tag("unknown")],
-    ],
+    Annotated[TextIn, Tag("text")]
+    | Annotated[DataIn, Tag("data")]
+    | Annotated[ThinkingIn, Tag("thinking")]
+    | Annotated[ToolCallIn, Tag("toolCall")]
+    | Annotated[UnknownIn, Tag("toolResult")]
+    | Annotated[UnknownIn, Tag("unknown")],
     Discriminator(_part_tag),
 ]
 
@@ -82,14 +80,12 @@ class ToolResultIn(_Part):
 
 
 AnyPartIn = Annotated[
-    Union[
-        Annotated[TextIn, Tag("text")],
-        Annotated[ToolCallIn, Tag("toolCall")],
-        Annotated[ToolResultIn, Tag("toolResult")],
-        Annotated[DataIn, Tag("data")],
-        Annotated[ThinkingIn, Tag("thinking")],
-        Annotated[UnknownIn, Tag("unknown")],
-    ],
+    Annotated[TextIn, Tag("text")]
+    | Annotated[ToolCallIn, Tag("toolCall")]
+    | Annotated[ToolResultIn, Tag("toolResult")]
+    | Annotated[DataIn, Tag("data")]
+    | Annotated[ThinkingIn, Tag("thinking")]
+    | Annotated[UnknownIn, Tag("unknown")],
     Discriminator(_part_tag),
 ]
 
@@ -183,4 +179,4 @@ class ErrorPart(TypedDict):
     status: int | None
 
 
-PartOut = Union[TextPart, ThinkingPart, ToolCallPart, UsagePart, FinishPart, ErrorPart]
+PartOut = TextPart | ThinkingPart | ToolCallPart | UsagePart | FinishPart | ErrorPart

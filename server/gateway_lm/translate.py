@@ -94,7 +94,9 @@ def collect_instructions(messages: list[MessageIn]) -> str:
 
 def translate_messages(messages: list[MessageIn], names: ToolNameMap) -> list[Item]:
     results = {part.callId: part for m in messages for part in m.content if isinstance(part, ToolResultIn)}
-    called = {part.callId for m in messages if m.role == ROLE_ASSISTANT for part in m.content if isinstance(part, ToolCallIn)}
+    called = {
+        part.callId for m in messages if m.role == ROLE_ASSISTANT for part in m.content if isinstance(part, ToolCallIn)
+    }
     items: list[Item] = []
     for message in messages:
         if message.role == ROLE_SYSTEM:

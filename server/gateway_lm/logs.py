@@ -1,0 +1,65 @@
+"""Sidecar logging: records go to the client as `window/logMessage`, with every secret redacted.
+
+stdout is the JSON-RPC stream, so nothing here ever prints; before the client is connected, records
+go to stderr (which the extension also shows in its output channel).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+
+LEVELS = {
+    "error": logging.ERROR,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "info": logging.INFO,
+    "debug": logging.DEBUG,
+    "trace": logging.DEBUG,
+}
+_MIN_SECRET = 8  # shorter strings are too likely to occur by chance to be worth redacting
+
+
+class Redactor:
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        for name in ("AI_GATEWAY_API_KEY", "VERCEL_OIDC_TOKEN"):
+            self.add(os.environ.get(name))
+
+    def add(self, secret: str | None) -> None:
+        if secret and len(secret) >= _MIN_SECRET:
+            self._secrets.add(secret)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "[redacted]")
+        return text
+
+
+class ClientLogHandler(logging.Handler):
+    """Formats, redacts and hands each record to `send(level, message)`."""
+
+    def __init__(self, redact: Redactor, send: Callable[[int, str], None]) -> None:
+        super().__init__()
+        self._redact = redact
+        self._send = send
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = self._redact(self.format(record))
+            self._send(record.levelno, message)
+        except Exception:
+            sys.stderr.write(self._redact(f"log record lost: {record.getMessage()}\n"))
+
+
+def configure(handler: logging.Handler, level_name: str) -> None:
+    root = logging.getLogger("gateway_lm")
+    root.handlers[:] = [handler]
+    root.setLevel(LEVELS.get(level_name.lower(), logging.INFO))
+    root.propagate = False
+    # pygls logs every message it sends at INFO; at that level streaming slows several-fold.
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)

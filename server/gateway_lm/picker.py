@@ -1,0 +1,61 @@
+"""What the editor's model picker shows: tooltip and detail built from the catalogue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import ModelInfo
+
+NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
+
+
+def picker_entry(model: ModelInfo) -> dict[str, Any]:
+    entry = model.model_dump()
+    entry["tooltip"] = tooltip(model)
+    entry["detail"] = detail(model)
+    return entry
+
+
+def tooltip(model: ModelInfo) -> str:
+    lines = [
+        f"{model.name} ({model.id}) by {model.ownedBy}",
+        f"Context {_k(model.contextWindow)} tokens, up to {_k(model.maxOutputTokens)} out",
+    ]
+    price = _prices(model)
+    if price:
+        lines.append(price)
+    features = [name for name, on in (("vision", model.capabilities.imageInput), ("reasoning", model.reasoning)) if on]
+    if features:
+        lines.append("Supports " + " and ".join(features))
+    if not model.capabilities.toolCalling:
+        lines.append(NO_TOOLS_NOTE)
+    return "\n".join(lines)
+
+
+def detail(model: ModelInfo) -> str:
+    parts = [_k(model.contextWindow)]
+    if model.pricing.input is not None and model.pricing.output is not None:
+        parts.append(f"${_usd(model.pricing.input)}/${_usd(model.pricing.output)}")
+    if not model.capabilities.toolCalling:
+        parts.append("no tools")
+    return " · ".join(parts)
+
+
+def _prices(model: ModelInfo) -> str:
+    pricing = model.pricing
+    if pricing.input is None or pricing.output is None:
+        return ""
+    text = f"${_usd(pricing.input)} in / ${_usd(pricing.output)} out per million tokens"
+    if pricing.cacheRead is not None:
+        text += f", cached input ${_usd(pricing.cacheRead)}"
+    return text
+
+
+def _usd(value: float) -> str:
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}".rstrip("0")
+
+
+def _k(tokens: int) -> str:
+    if tokens >= 1_000_000:
+        return f"{tokens / 1_000_000:g}M"
+    return f"{tokens / 1000:g}K" if tokens >= 1000 else str(tokens)

