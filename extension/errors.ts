@@ -1,0 +1,54 @@
+// Errors are classified once, in the sidecar ({kind, status, retryAfter}); this file renders them.
+import * as vscode from 'vscode';
+
+export interface ErrorData {
+  kind: string;
+  status: number | null;
+  retryAfter: number | null;
+}
+
+export const MANAGE_KEY = 'Manage API Key';
+export const SHOW_LOGS = 'Show Logs';
+
+export class GatewayChatError extends Error {
+  constructor(
+    message: string,
+    readonly kind: string,
+    readonly status: number | null,
+  ) {
+    super(message);
+    this.name = 'Vercel AI Gateway';
+  }
+
+  get action(): string {
+    return this.kind === 'auth' ? MANAGE_KEY : SHOW_LOGS;
+  }
+}
+
+const CANCELLED = -32800;
+
+export function isCancellation(error: unknown): boolean {
+  return (error as { code?: number } | undefined)?.code === CANCELLED || error instanceof vscode.CancellationError;
+}
+
+/** A JSON-RPC failure from the sidecar → one clear error. Connection failures become `sidecar`. */
+export function fromRpcError(error: unknown): GatewayChatError {
+  const e = error as { message?: string; data?: Partial<ErrorData> } | undefined;
+  const data = e?.data;
+  if (data && typeof data.kind === 'string') {
+    return new GatewayChatError(e?.message ?? 'The request failed.', data.kind, data.status ?? null);
+  }
+  const detail = e?.message ?? String(error);
+  return new GatewayChatError(
+    `The Vercel AI Gateway sidecar stopped answering (${detail}). It restarts by itself; try again, or run 'Vercel AI Gateway: Show Logs'.`,
+    'sidecar',
+    null,
+  );
+}
+
+/** Shows the error with its one action, without blocking the chat that throws it. */
+export function offerAction(error: GatewayChatError, run: (action: string) => void): void {
+  void vscode.window.showErrorMessage(error.message, error.action).then((picked) => {
+    if (picked) run(picked);
+  });
+}

@@ -1,0 +1,199 @@
+// Activation: the parts that need VS Code (secrets, settings, status bar, commands, output channel)
+// and the sidecar's lifetime. Everything else happens in the Python sidecar.
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { LanguageClient, State } from 'vscode-languageclient/node';
+import { GatewayChatError, MANAGE_KEY, offerAction } from './errors';
+import { GatewayChatProvider, ModelEntry } from './provider';
+import { PartsRouter, Rpc } from './rpc';
+import { SetupError, sidecarPython } from './setup';
+import { UsageStatus } from './status';
+import type { ThinkingMode } from './wire';
+
+const VENDOR = 'vercel-ai-gateway';
+const SECRET = 'vercelAiGateway.apiKey';
+const SECTION = 'vercelAiGateway';
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const log = vscode.window.createOutputChannel('Vercel AI Gateway', { log: true });
+  const status = new UsageStatus();
+  const sidecar = new SidecarConnection(context, log);
+  const keys = new KeyStore(context.secrets);
+  const cacheFile = path.join(context.globalStorageUri.fsPath, 'models.json');
+  const provider = new GatewayChatProvider(sidecar, {
+    apiKey: () => keys.get(),
+    askForKey: () => keys.prompt(),
+    thinking: () => vscode.workspace.getConfiguration(SECTION).get<ThinkingMode>('thinking', 'auto'),
+    loadCache: () => readJson<ModelEntry[]>(cacheFile, []),
+    saveCache: (models) => writeJson(cacheFile, models),
+    onUsage: (model, usage) => status.show(model, usage),
+    onError: (error) => offerAction(error, (action) => runAction(action, error)),
+    log,
+  });
+  const runAction = (action: string, _error: GatewayChatError) =>
+    void vscode.commands.executeCommand(action === MANAGE_KEY ? 'vercelAiGateway.manage' : 'vercelAiGateway.showLogs');
+
+  context.subscriptions.push(
+    log,
+    status,
+    sidecar,
+    vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
+    keys.onDidChange(() => provider.notifyChanged()),
+    vscode.commands.registerCommand('vercelAiGateway.manage', () => keys.manage()),
+    vscode.commands.registerCommand('vercelAiGateway.refreshModels', () => provider.refresh()),
+    vscode.commands.registerCommand('vercelAiGateway.showLogs', () => log.show()),
+    vscode.commands.registerCommand('vercelAiGateway.restartServer', () => sidecar.restart()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration(`${SECTION}.pythonPath`)) void sidecar.restart();
+      else if (event.affectsConfiguration(SECTION)) void sidecar.configure().then(() => provider.refresh());
+    }),
+  );
+}
+
+export function deactivate(): void {}
+
+/** The sidecar settings, named as rfcs/0003-rpc-contract.md lists them. */
+function sidecarSettings(): Record<string, unknown> {
+  const c = vscode.workspace.getConfiguration(SECTION);
+  return {
+    baseUrl: c.get('baseUrl'),
+    reasoningEffort: c.get('reasoningEffort'),
+    reasoningEffortByModel: c.get('reasoningEffortByModel'),
+    gatewayOrder: c.get('routing.order'),
+    gatewayOnly: c.get('routing.only'),
+    gatewayModels: c.get('routing.fallbackModels'),
+    outputReservation: c.get('outputReservation'),
+    maxOutputTokens: c.get('maxOutputTokens'),
+    connectTimeout: c.get('connectTimeout'),
+    idleTimeout: c.get('idleTimeout'),
+    maxRetries: c.get('maxRetries'),
+    logLevel: c.get('logLevel'),
+  };
+}
+
+class SidecarConnection implements Rpc, vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private router: PartsRouter | undefined;
+  private starting: Promise<LanguageClient> | undefined;
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
+    const client = await this.ready();
+    // An explicit `undefined` token would turn the params into a positional array.
+    return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
+  }
+
+  onParts(requestId: string, handler: Parameters<PartsRouter['subscribe']>[1]): vscode.Disposable {
+    if (!this.router) throw new GatewayChatError('The sidecar is not running.', 'sidecar', null);
+    return this.router.subscribe(requestId, handler);
+  }
+
+  async configure(): Promise<void> {
+    if (this.client?.state === State.Running) await this.client.sendRequest('gateway/configure', { settings: sidecarSettings() });
+  }
+
+  async restart(): Promise<void> {
+    const old = this.client;
+    this.client = undefined;
+    this.starting = undefined;
+    await old?.stop().catch(() => undefined);
+    await this.ready();
+  }
+
+  private ready(): Promise<LanguageClient> {
+    this.starting ??= this.start().catch((error) => {
+      this.starting = undefined;
+      throw this.setupFailure(error);
+    });
+    return this.starting;
+  }
+
+  private async start(): Promise<LanguageClient> {
+    const python = await sidecarPython(this.context, this.log);
+    const client = new LanguageClient(
+      'vercelAiGateway',
+      'Vercel AI Gateway sidecar',
+      // The key never goes on the command line: it travels per request, or in the environment.
+      { command: python, args: ['-m', 'gateway_lm', 'serve'], options: { env: { ...process.env, PYTHONUTF8: '1' } } },
+      {
+        outputChannel: this.log,
+        initializationOptions: { settings: sidecarSettings() },
+        connectionOptions: { maxRestartCount: 4 },
+      },
+    );
+    // Installed before start so the first notification of a restarted server is routed too.
+    this.router = new PartsRouter(client);
+    await client.start();
+    this.client = client;
+    return client;
+  }
+
+  private setupFailure(error: unknown): GatewayChatError {
+    const message = error instanceof Error ? error.message : String(error);
+    const choose = error instanceof SetupError && error.canChooseInterpreter ? ['Choose Interpreter'] : [];
+    void vscode.window.showErrorMessage(message, ...choose, 'Show Logs').then((picked) => {
+      if (picked === 'Show Logs') this.log.show();
+      if (picked === 'Choose Interpreter') void vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.pythonPath`);
+    });
+    this.log.error(message);
+    return new GatewayChatError(message, 'setup', null);
+  }
+
+  dispose(): void {
+    void this.client?.stop();
+  }
+}
+
+class KeyStore {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChange = this.changed.event;
+
+  constructor(private readonly secrets: vscode.SecretStorage) {}
+
+  async get(): Promise<string | undefined> {
+    return (await this.secrets.get(SECRET)) || process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN || undefined;
+  }
+
+  async prompt(): Promise<void> {
+    const key = await vscode.window.showInputBox({
+      title: 'Vercel AI Gateway API key',
+      prompt: 'Create one at vercel.com → AI Gateway → API Keys. It is kept in VS Code\'s secret storage.',
+      password: true,
+      ignoreFocusOut: true,
+      validateInput: (value) => (value.trim() ? undefined : 'Enter a key, or press Escape to cancel'),
+    });
+    if (key === undefined) return;
+    await this.secrets.store(SECRET, key.trim());
+    this.changed.fire();
+  }
+
+  async manage(): Promise<void> {
+    const stored = await this.secrets.get(SECRET);
+    const pick = stored
+      ? await vscode.window.showQuickPick(['Replace API key', 'Remove API key'], { title: 'Vercel AI Gateway' })
+      : 'Replace API key';
+    if (pick === 'Replace API key') await this.prompt();
+    if (pick === 'Remove API key') {
+      await this.secrets.delete(SECRET);
+      this.changed.fire();
+    }
+  }
+}
+
+async function readJson<T>(file: string, fallback: T): Promise<T> {
+  try {
+    return JSON.parse(await fs.readFile(file, 'utf8')) as T;
+  } catch {
+    return fallback;
+  }
+}
+
+async function writeJson(file: string, value: unknown): Promise<void> {
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.writeFile(file, JSON.stringify(value));
+}

@@ -1,0 +1,148 @@
+// The LanguageModelChatProvider: VS Code's calls → sidecar requests, streamed parts → progress.
+import * as vscode from 'vscode';
+import { fromRpcError, GatewayChatError, isCancellation } from './errors';
+import type { Rpc } from './rpc';
+import { TokenCounter } from './tokens';
+import { serializeMessage, StreamPart, ThinkingMode, toResponsePart, Usage, usageDataPart } from './wire';
+
+export interface ModelEntry {
+  id: string;
+  name: string;
+  family: string;
+  version: string;
+  contextWindow: number;
+  maxInputTokens: number;
+  maxOutputTokens: number;
+  capabilities: { toolCalling: boolean; imageInput: boolean };
+  pricing: { input: number | null; output: number | null; cacheRead: number | null };
+  tooltip: string;
+  detail: string;
+}
+
+export interface ProviderHooks {
+  apiKey(): Promise<string | undefined>;
+  askForKey(): Promise<void>;
+  thinking(): ThinkingMode;
+  loadCache(): Promise<ModelEntry[]>;
+  saveCache(models: ModelEntry[]): Promise<void>;
+  onUsage(model: ModelEntry | undefined, usage: Usage): void;
+  onError(error: GatewayChatError): void;
+  log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error'>;
+}
+
+let sequence = 0;
+
+export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vscode.LanguageModelChatInformation> {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeLanguageModelChatInformation = this.changed.event;
+  private models: ModelEntry[] = [];
+  private refreshing: Promise<void> | undefined;
+  private readonly tokens: TokenCounter;
+
+  constructor(
+    private readonly rpc: Rpc,
+    private readonly hooks: ProviderHooks,
+  ) {
+    this.tokens = new TokenCounter(rpc);
+  }
+
+  async provideLanguageModelChatInformation(
+    options: { silent: boolean },
+    _token: vscode.CancellationToken,
+  ): Promise<vscode.LanguageModelChatInformation[]> {
+    if (!options.silent && !(await this.hooks.apiKey())) await this.hooks.askForKey();
+    if (this.models.length === 0) this.models = await this.hooks.loadCache();
+    const refresh = this.refresh();
+    if (this.models.length === 0) await refresh; // first run ever: nothing cached to show yet
+    return this.models.map(toChatInformation);
+  }
+
+  /** Fetches the catalogue; fires the change event when it differs from what the picker shows. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.fetchModels().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  notifyChanged(): void {
+    this.changed.fire();
+  }
+
+  private async fetchModels(): Promise<void> {
+    try {
+      const { models } = await this.rpc.request<{ models: ModelEntry[] }>('gateway/models', {});
+      if (JSON.stringify(models) === JSON.stringify(this.models)) return;
+      this.models = models;
+      await this.hooks.saveCache(models);
+      this.changed.fire();
+    } catch (error) {
+      this.hooks.log.warn(`Could not refresh the model list: ${fromRpcError(error).message}`);
+    }
+  }
+
+  async provideLanguageModelChatResponse(
+    model: vscode.LanguageModelChatInformation,
+    messages: readonly vscode.LanguageModelChatRequestMessage[],
+    options: vscode.ProvideLanguageModelChatResponseOptions,
+    progress: vscode.Progress<vscode.LanguageModelResponsePart>,
+    token: vscode.CancellationToken,
+  ): Promise<void> {
+    const requestId = `chat-${Date.now().toString(36)}-${++sequence}`;
+    const thinking = this.hooks.thinking();
+    const subscription = this.rpc.onParts(requestId, (parts) => reportParts(parts, thinking, progress));
+    const params = {
+      requestId,
+      model: model.id,
+      messages: messages.map((m) => serializeMessage(m)),
+      tools: (options.tools ?? []).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+      toolMode: options.toolMode,
+      modelOptions: options.modelOptions ?? {},
+      apiKey: await this.hooks.apiKey(),
+    };
+    try {
+      const result = await this.rpc.request<{ usage: Usage | null }>('gateway/chat', params, token);
+      if (result.usage) {
+        progress.report(usageDataPart(result.usage));
+        this.hooks.onUsage(this.models.find((m) => m.id === model.id), result.usage);
+      }
+    } catch (error) {
+      if (token.isCancellationRequested || isCancellation(error)) return;
+      const failure = fromRpcError(error);
+      this.hooks.log.error(`${model.id}: ${failure.kind}: ${failure.message}`);
+      this.hooks.onError(failure);
+      throw failure;
+    } finally {
+      subscription.dispose();
+    }
+  }
+
+  provideTokenCount(
+    model: vscode.LanguageModelChatInformation,
+    text: string | vscode.LanguageModelChatRequestMessage,
+    _token: vscode.CancellationToken,
+  ): Promise<number> {
+    return this.tokens.count(model.id, typeof text === 'string' ? text : serializeMessage(text, false));
+  }
+}
+
+function reportParts(parts: StreamPart[], thinking: ThinkingMode, progress: vscode.Progress<vscode.LanguageModelResponsePart>): void {
+  for (const part of parts) {
+    const response = toResponsePart(part, thinking);
+    if (response) progress.report(response);
+  }
+}
+
+export function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformation {
+  return {
+    id: model.id,
+    name: model.name,
+    family: model.family,
+    version: model.version,
+    maxInputTokens: model.maxInputTokens,
+    maxOutputTokens: model.maxOutputTokens,
+    tooltip: model.tooltip,
+    detail: model.detail,
+    // Every model is offered to agent mode; the sidecar withholds tools from models without
+    // tool support and the tooltip says so (rfcs/0003-rpc-contract.md, "Models without tools").
+    capabilities: { toolCalling: true, imageInput: model.capabilities.imageInput },
+  };
+}

@@ -1,0 +1,33 @@
+// What the provider needs from the sidecar connection: requests, and parts routed by requestId.
+// The extension implements it on vscode-languageclient; tests implement it on a raw vscode-jsonrpc
+// connection to the real sidecar, so the provider code under test is the code users run.
+import type { CancellationToken, Disposable } from 'vscode';
+import type { StreamPart } from './wire';
+
+export interface Rpc {
+  request<R>(method: string, params: unknown, token?: CancellationToken): Promise<R>;
+  onParts(requestId: string, handler: (parts: StreamPart[]) => void): Disposable;
+}
+
+interface NotificationSource {
+  onNotification(method: string, handler: (params: PartsNotification) => void): unknown;
+}
+
+interface PartsNotification {
+  requestId: string;
+  parts: StreamPart[];
+}
+
+/** One `gateway/parts` subscription on the connection, dispatching to the request it belongs to. */
+export class PartsRouter {
+  private readonly handlers = new Map<string, (parts: StreamPart[]) => void>();
+
+  constructor(source: NotificationSource) {
+    source.onNotification('gateway/parts', (params) => this.handlers.get(String(params.requestId))?.(params.parts));
+  }
+
+  subscribe(requestId: string, handler: (parts: StreamPart[]) => void): Disposable {
+    this.handlers.set(requestId, handler);
+    return { dispose: () => this.handlers.delete(requestId) };
+  }
+}

@@ -1,0 +1,53 @@
+// The status bar item: the last request's usage against the model's context window, and its cost.
+import * as vscode from 'vscode';
+import type { ModelEntry } from './provider';
+import type { Usage } from './wire';
+
+export class UsageStatus implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('vercelAiGateway.usage', vscode.StatusBarAlignment.Right, 100);
+  private sessionCost = 0;
+
+  constructor() {
+    this.item.name = 'Vercel AI Gateway usage';
+    this.item.command = 'vercelAiGateway.showLogs';
+  }
+
+  show(model: ModelEntry | undefined, usage: Usage): void {
+    const share = model ? usage.inputTokens / model.contextWindow : undefined;
+    const cost = model ? requestCost(model, usage) : undefined;
+    if (cost !== undefined) this.sessionCost += cost;
+    const percent = share === undefined ? '' : ` · ${Math.round(share * 100)}%`;
+    this.item.text = `$(pulse) ${model?.name ?? 'AI Gateway'}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}`;
+    this.item.backgroundColor =
+      share !== undefined && share >= 0.9
+        ? new vscode.ThemeColor('statusBarItem.errorBackground')
+        : share !== undefined && share >= 0.75
+          ? new vscode.ThemeColor('statusBarItem.warningBackground')
+          : undefined;
+    this.item.tooltip = [
+      `Model: ${model?.id ?? 'unknown'}`,
+      `Input: ${usage.inputTokens} tokens (cached ${usage.cachedTokens})`,
+      `Output: ${usage.outputTokens} tokens (reasoning ${usage.reasoningTokens})`,
+      share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${model?.contextWindow}`,
+      cost === undefined ? '' : `Cost: $${cost.toFixed(4)} · session $${this.sessionCost.toFixed(4)}`,
+    ]
+      .filter(Boolean)
+      .join('\n');
+    this.item.show();
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}
+
+export function requestCost(model: ModelEntry, usage: Usage): number | undefined {
+  const { input, output, cacheRead } = model.pricing;
+  if (input === null || output === null) return undefined;
+  const fresh = usage.inputTokens - usage.cachedTokens;
+  return (fresh * input + usage.cachedTokens * (cacheRead ?? input) + usage.outputTokens * output) / 1_000_000;
+}
+
+function short(n: number): string {
+  return n >= 1000 ? `${(n / 1000).toFixed(1)}K` : String(n);
+}

@@ -1,0 +1,127 @@
+// The wire format shared with the sidecar (rfcs/0003-rpc-contract.md): VS Code messages out,
+// streamed parts back in. Serialisation is the only place that knows VS Code's part classes.
+import * as vscode from 'vscode';
+
+export type WirePart =
+  | { type: 'text'; value: string }
+  | { type: 'toolCall'; callId: string; name: string; input: unknown }
+  | { type: 'toolResult'; callId: string; content: WirePart[] }
+  | { type: 'data'; mimeType: string; data: string }
+  | { type: 'thinking'; value: string | string[]; id: string | null };
+
+export interface WireMessage {
+  role: number;
+  name: string | null;
+  content: WirePart[];
+}
+
+export interface Usage {
+  type: 'usage';
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+}
+
+export type StreamPart =
+  | { type: 'text'; value: string }
+  | { type: 'thinking'; value: string; id: string | null }
+  | { type: 'toolCall'; callId: string; name: string; input: object }
+  | Usage
+  | { type: 'finish'; reason: string; responseId: string | null };
+
+export type ThinkingMode = 'auto' | 'text' | 'hidden';
+
+type ThinkingCtor = new (value: string | string[], id?: string) => vscode.LanguageModelResponsePart;
+
+/** The proposed LanguageModelThinkingPart, when this VS Code has it at runtime. */
+export function thinkingClass(): ThinkingCtor | undefined {
+  return (vscode as unknown as { LanguageModelThinkingPart?: ThinkingCtor }).LanguageModelThinkingPart;
+}
+
+export function serializeMessage(message: vscode.LanguageModelChatRequestMessage, withData = true): WireMessage {
+  return {
+    role: Number(message.role),
+    name: message.name ?? null,
+    content: serializeParts(message.content as readonly unknown[], withData),
+  };
+}
+
+export function serializeParts(parts: readonly unknown[], withData = true): WirePart[] {
+  const out: WirePart[] = [];
+  for (const part of parts) {
+    const wire = serializePart(part, withData);
+    if (wire) out.push(wire);
+  }
+  return out;
+}
+
+function serializePart(part: unknown, withData: boolean): WirePart | undefined {
+  if (part instanceof vscode.LanguageModelTextPart) return { type: 'text', value: part.value };
+  if (part instanceof vscode.LanguageModelToolCallPart) {
+    return { type: 'toolCall', callId: part.callId, name: part.name, input: part.input ?? {} };
+  }
+  if (part instanceof vscode.LanguageModelToolResultPart) {
+    return { type: 'toolResult', callId: part.callId, content: serializeParts(part.content, withData) };
+  }
+  if (part instanceof vscode.LanguageModelDataPart) {
+    // Token counts only need to know an image is there, not its bytes.
+    const data = withData ? Buffer.from(part.data).toString('base64') : '';
+    return { type: 'data', mimeType: part.mimeType, data };
+  }
+  const Thinking = thinkingClass();
+  if (Thinking && part instanceof Thinking) {
+    const thinking = part as unknown as { value: string | string[]; id?: string };
+    return { type: 'thinking', value: thinking.value, id: thinking.id ?? null };
+  }
+  return serializeByShape(part, withData);
+}
+
+// Parts from classes we do not import (prompt-tsx parts, …Part2 subclasses from another copy of
+// the API) are recognised by shape, so a newer Copilot never loses a tool result.
+function serializeByShape(part: unknown, withData: boolean): WirePart | undefined {
+  if (typeof part !== 'object' || part === null) return undefined;
+  const p = part as Record<string, unknown>;
+  if (typeof p.callId === 'string' && Array.isArray(p.content)) {
+    return { type: 'toolResult', callId: p.callId, content: serializeParts(p.content, withData) };
+  }
+  if (typeof p.callId === 'string' && typeof p.name === 'string') {
+    return { type: 'toolCall', callId: p.callId, name: p.name, input: p.input ?? {} };
+  }
+  if (typeof p.mimeType === 'string' && p.data instanceof Uint8Array) {
+    return { type: 'data', mimeType: p.mimeType, data: withData ? Buffer.from(p.data).toString('base64') : '' };
+  }
+  if (typeof p.value === 'string') return { type: 'text', value: p.value };
+  if (p.value !== undefined && typeof p.value === 'object') return { type: 'text', value: JSON.stringify(p.value) };
+  return undefined;
+}
+
+/** A streamed part as VS Code's response part; usage and finish are handled by the caller. */
+export function toResponsePart(part: StreamPart, thinking: ThinkingMode): vscode.LanguageModelResponsePart | undefined {
+  switch (part.type) {
+    case 'text':
+      return new vscode.LanguageModelTextPart(part.value);
+    case 'toolCall':
+      return new vscode.LanguageModelToolCallPart(part.callId, part.name, part.input);
+    case 'thinking': {
+      if (thinking === 'hidden') return undefined;
+      const Thinking = thinkingClass();
+      if (Thinking) return new Thinking(part.value, part.id ?? undefined);
+      return thinking === 'text' ? new vscode.LanguageModelTextPart(part.value) : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The usage data part newer Copilot reads to fill its context-window indicator. */
+export function usageDataPart(usage: Usage): vscode.LanguageModelDataPart {
+  const payload = {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.totalTokens,
+    prompt_tokens_details: { cached_tokens: usage.cachedTokens },
+  };
+  return new vscode.LanguageModelDataPart(Buffer.from(JSON.stringify(payload)), 'usage');
+}

@@ -1,0 +1,148 @@
+// The extension's own provider code driving the real sidecar (a subprocess, over vscode-jsonrpc)
+// against the loopback fake gateway: the path a user's chat takes, minus VS Code itself.
+import assert from 'node:assert/strict';
+import { ChildProcess, spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { CancellationTokenSource, createMessageConnection, MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import type * as vscode from 'vscode';
+import * as stub from './vscode-stub';
+import { GatewayChatError } from '../../extension/errors';
+import { GatewayChatProvider, ModelEntry } from '../../extension/provider';
+import { PartsRouter, Rpc } from '../../extension/rpc';
+import type { Usage } from '../../extension/wire';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
+const children: ChildProcess[] = [];
+let connection: MessageConnection;
+let provider: GatewayChatProvider;
+let gatewayUrl: string;
+const usages: Usage[] = [];
+const errors: GatewayChatError[] = [];
+
+function startGateway(): Promise<string> {
+  const child = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)));
+}
+
+before(async () => {
+  gatewayUrl = await startGateway();
+  const env = { ...process.env };
+  delete env.AI_GATEWAY_API_KEY;
+  const sidecar = spawn(PYTHON, ['-m', 'gateway_lm', 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(sidecar);
+  connection = createMessageConnection(new StreamMessageReader(sidecar.stdout!), new StreamMessageWriter(sidecar.stdin!));
+  const router = new PartsRouter(connection);
+  connection.listen();
+  await connection.sendRequest('initialize', { processId: process.pid, capabilities: {}, initializationOptions: { baseUrl: `${gatewayUrl}/v1`, settings: { maxRetries: 0 } } });
+  connection.sendNotification('initialized', {});
+  const rpc: Rpc = {
+    request: (method, params, token) => (token ? connection.sendRequest(method, params, token as never) : connection.sendRequest(method, params)),
+    onParts: (id, handler) => router.subscribe(id, handler),
+  };
+  provider = new GatewayChatProvider(rpc, {
+    apiKey: async () => 'test-key-0123456789',
+    askForKey: async () => undefined,
+    thinking: () => 'auto',
+    loadCache: async () => [] as ModelEntry[],
+    saveCache: async () => undefined,
+    onUsage: (_model, usage) => usages.push(usage),
+    onError: (error) => errors.push(error),
+    log: { info() {}, warn() {}, error() {} },
+  });
+});
+
+after(() => {
+  connection?.dispose();
+  for (const child of children) child.kill();
+});
+
+const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
+const userMessage = (...content: unknown[]) => ({ role: 1, name: undefined, content }) as unknown as vscode.LanguageModelChatRequestMessage;
+
+async function chat(model: string, messages: vscode.LanguageModelChatRequestMessage[], options: object = {}, cancel?: vscode.CancellationToken) {
+  const parts: unknown[] = [];
+  const info = { id: model } as vscode.LanguageModelChatInformation;
+  await provider.provideLanguageModelChatResponse(info, messages, { toolMode: 1, ...options } as never, { report: (p) => parts.push(p) }, cancel ?? token());
+  return parts;
+}
+
+const textOf = (parts: unknown[]) => parts.filter((p) => p instanceof stub.LanguageModelTextPart).map((p) => (p as stub.LanguageModelTextPart).value).join('');
+
+test('the picker lists the gateway language models, all offered to agent mode', async () => {
+  const models = await provider.provideLanguageModelChatInformation({ silent: true }, token());
+  const byId = new Map(models.map((m) => [m.id, m]));
+  assert.deepEqual([...byId.keys()].sort(), ['fake/plain', 'fake/reasoning', 'fake/text', 'fake/tools']);
+  assert.equal(byId.get('fake/text')!.maxInputTokens, 200000 - 16384);
+  assert.equal(byId.get('fake/text')!.capabilities.imageInput, true);
+  assert.equal(byId.get('fake/plain')!.capabilities.toolCalling, true);
+  assert.match(byId.get('fake/plain')!.tooltip ?? '', /does not support tools/);
+});
+
+test('a chat streams text, thinking and a final usage part', async () => {
+  const parts = await chat('fake/reasoning', [userMessage(new stub.LanguageModelTextPart('hi'))]);
+  assert.equal(textOf(parts), 'Hello from the fake gateway.');
+  assert.ok(parts.filter((p) => p instanceof stub.LanguageModelTextPart).length > 1, 'streamed in several parts');
+  assert.ok(parts[0] instanceof stub.LanguageModelThinkingPart);
+  const last = parts.at(-1) as stub.LanguageModelDataPart;
+  assert.equal(last.mimeType, 'usage');
+  assert.equal(usages.at(-1)!.inputTokens, 42);
+});
+
+test('a tool call round trip pairs call and result at the gateway', async () => {
+  const tools = [{ name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }];
+  const first = await chat('fake/tools', [userMessage(new stub.LanguageModelTextPart('read it'))], { tools });
+  const call = first.find((p) => p instanceof stub.LanguageModelToolCallPart) as stub.LanguageModelToolCallPart;
+  assert.deepEqual([call.name, call.input], ['read_file', { city: 'Paris', days: 2 }]);
+  const history = [
+    userMessage(new stub.LanguageModelTextPart('read it')),
+    { role: 2, name: undefined, content: [call] } as unknown as vscode.LanguageModelChatRequestMessage,
+    userMessage(new stub.LanguageModelToolResultPart2(call.callId, [new stub.LanguageModelTextPart('sunny')])),
+  ];
+  const second = await chat('fake/tools', history, { tools });
+  assert.equal(textOf(second), 'The tool said: sunny');
+  const log = (await (await fetch(`${gatewayUrl}/_requests`)).json()) as { body: { input: { type: string; call_id?: string }[] } }[];
+  const input = log.at(-1)!.body.input;
+  assert.deepEqual(input.slice(-2).map((i) => [i.type, i.call_id]), [['function_call', call.callId], ['function_call_output', call.callId]]);
+});
+
+test('a 401 throws a clear error with the Manage API Key action', async () => {
+  await assert.rejects(chat('fake/error-401', [userMessage(new stub.LanguageModelTextPart('hi'))]), (error: GatewayChatError) => {
+    assert.equal(error.kind, 'auth');
+    assert.equal(error.action, 'Manage API Key');
+    assert.match(error.message, /API key/);
+    return true;
+  });
+  assert.equal(errors.at(-1)!.kind, 'auth');
+});
+
+test('cancelling stops the stream and reports nothing after', async () => {
+  const source = new CancellationTokenSource();
+  const parts: unknown[] = [];
+  let cancelledAt = -1;
+  const info = { id: 'fake/slow' } as vscode.LanguageModelChatInformation;
+  const done = provider.provideLanguageModelChatResponse(info, [userMessage(new stub.LanguageModelTextPart('hi'))], { toolMode: 1 } as never, {
+    report: (p) => {
+      parts.push(p);
+      if (parts.length === 3) {
+        cancelledAt = parts.length;
+        source.cancel();
+      }
+    },
+  }, source.token as unknown as vscode.CancellationToken);
+  await done;
+  const afterCancel = parts.length;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(parts.length, afterCancel, 'no part after the request ended');
+  assert.ok(cancelledAt > 0 && parts.length < 50, `stopped early (${parts.length} parts)`);
+});
+
+test('token counts for strings and messages', async () => {
+  const info = { id: 'openai/gpt-5' } as vscode.LanguageModelChatInformation;
+  assert.equal(await provider.provideTokenCount(info, 'hello world', token()), 2);
+  const counts = await Promise.all([provider.provideTokenCount(info, userMessage(new stub.LanguageModelTextPart('hello world')), token()), provider.provideTokenCount(info, '', token())]);
+  assert.ok(counts[0] > 2);
+  assert.equal(counts[1], 0);
+});

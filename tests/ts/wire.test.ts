@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as vscode from 'vscode';
+import * as stub from './vscode-stub';
+import { fromRpcError, isCancellation } from '../../extension/errors';
+import { serializeMessage, toResponsePart, usageDataPart } from '../../extension/wire';
+
+const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+function message(role: number, content: unknown[]): vscode.LanguageModelChatRequestMessage {
+  return { role, name: undefined, content } as unknown as vscode.LanguageModelChatRequestMessage;
+}
+
+test('serialises every part type, system role included', () => {
+  const m = message(3, [
+    new stub.LanguageModelTextPart('be brief'),
+    new stub.LanguageModelToolCallPart('c1', 'read', { p: 1 }),
+    new stub.LanguageModelToolResultPart2('c1', [new stub.LanguageModelTextPart('out'), new stub.LanguageModelDataPart(PNG, 'image/*')]),
+    new stub.LanguageModelDataPart(new TextEncoder().encode('ephemeral'), 'cache_control'),
+    new stub.LanguageModelThinkingPart(['a', 'b'], 't1'),
+    new stub.LanguageModelPromptTsxPart({ node: 1 }),
+  ]);
+  assert.deepEqual(serializeMessage(m), {
+    role: 3,
+    name: null,
+    content: [
+      { type: 'text', value: 'be brief' },
+      { type: 'toolCall', callId: 'c1', name: 'read', input: { p: 1 } },
+      { type: 'toolResult', callId: 'c1', content: [{ type: 'text', value: 'out' }, { type: 'data', mimeType: 'image/*', data: 'iVBORw0KGgo=' }] },
+      { type: 'data', mimeType: 'cache_control', data: 'ZXBoZW1lcmFs' },
+      { type: 'thinking', value: ['a', 'b'], id: 't1' },
+      { type: 'text', value: '{"node":1}' },
+    ],
+  });
+});
+
+test('token-count serialisation leaves image bytes out', () => {
+  const m = message(1, [new stub.LanguageModelDataPart(PNG, 'image/png')]);
+  assert.deepEqual(serializeMessage(m, false).content, [{ type: 'data', mimeType: 'image/png', data: '' }]);
+});
+
+test('maps parts back to VS Code classes', () => {
+  const text = toResponsePart({ type: 'text', value: 'hi' }, 'auto');
+  assert.ok(text instanceof stub.LanguageModelTextPart);
+  const call = toResponsePart({ type: 'toolCall', callId: 'c', name: 'n', input: { a: 1 } }, 'auto');
+  assert.ok(call instanceof stub.LanguageModelToolCallPart);
+  assert.deepEqual([call.callId, call.name, call.input], ['c', 'n', { a: 1 }]);
+  const thinking = toResponsePart({ type: 'thinking', value: 'hmm', id: 'r1' }, 'auto');
+  assert.ok(thinking instanceof stub.LanguageModelThinkingPart);
+  assert.equal(toResponsePart({ type: 'thinking', value: 'hmm', id: null }, 'hidden'), undefined);
+  assert.equal(toResponsePart({ type: 'finish', reason: 'stop', responseId: null }, 'auto'), undefined);
+});
+
+test('thinking falls back per setting when the class is missing at runtime', () => {
+  const saved = stub.LanguageModelThinkingPart;
+  const mutable = stub as unknown as { LanguageModelThinkingPart?: unknown };
+  delete mutable.LanguageModelThinkingPart;
+  try {
+    assert.equal(toResponsePart({ type: 'thinking', value: 'x', id: null }, 'auto'), undefined);
+    const asText = toResponsePart({ type: 'thinking', value: 'x', id: null }, 'text');
+    assert.ok(asText instanceof stub.LanguageModelTextPart);
+  } finally {
+    mutable.LanguageModelThinkingPart = saved;
+  }
+});
+
+test('usage becomes the data part Copilot reads', () => {
+  const part = usageDataPart({ type: 'usage', inputTokens: 10, outputTokens: 2, totalTokens: 12, cachedTokens: 4, reasoningTokens: 1 });
+  assert.ok(part instanceof stub.LanguageModelDataPart);
+  assert.equal(part.mimeType, 'usage');
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(part.data)), {
+    prompt_tokens: 10,
+    completion_tokens: 2,
+    total_tokens: 12,
+    prompt_tokens_details: { cached_tokens: 4 },
+  });
+});
+
+test('errors render with one action by kind', () => {
+  const auth = fromRpcError({ code: -32000, message: 'AI Gateway answered 401: Invalid API key. Set a valid key', data: { kind: 'auth', status: 401, retryAfter: null } });
+  assert.equal(auth.kind, 'auth');
+  assert.equal(auth.action, 'Manage API Key');
+  assert.match(auth.message, /401/);
+  const other = fromRpcError({ code: -32000, message: 'busy', data: { kind: 'rate_limited', status: 429, retryAfter: 3 } });
+  assert.equal(other.action, 'Show Logs');
+  const crash = fromRpcError(new Error('Connection got disposed.'));
+  assert.equal(crash.kind, 'sidecar');
+  assert.match(crash.message, /restarts by itself/);
+  assert.ok(isCancellation({ code: -32800 }));
+  assert.ok(!isCancellation({ code: -32000 }));
+});
