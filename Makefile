@@ -1,0 +1,47 @@
+# The two commands of the README: `make install` (build the wheel and the VSIX, install it into
+# VS Code) and `make test` (every test; .ci/run calls it). `make bench` is the benchmark.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+VSIX := ai-gateway-lm.vsix
+
+.PHONY: install build test test-python test-node lint bench clean
+
+install: build
+	@bash scripts/install-vsix.sh $(VSIX)
+
+build: $(VENV)/.ready node_modules/.ready
+	rm -rf python dist $(VSIX)
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir python .
+	cp requirements.lock python/requirements.txt
+	node extension/build.mjs
+	npx vsce package --no-dependencies --allow-missing-repository --out $(VSIX)
+
+$(VENV)/.ready: requirements-dev.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+node_modules/.ready: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+lint: $(VENV)/.ready node_modules/.ready
+	$(VENV)/bin/ruff check server tests
+	$(VENV)/bin/ruff format --check server tests
+	$(VENV)/bin/mypy
+	npx tsc -p . --noEmit
+
+test-python: $(VENV)/.ready
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-node: $(VENV)/.ready node_modules/.ready
+	rm -rf out
+	npx tsc -p tests/ts
+	node --require ./out/tests/ts/register.js --test --test-reporter=spec out/tests/ts/*.test.js
+
+test: lint test-python test-node
+
+clean:
+	rm -rf $(VENV) node_modules out dist python $(VSIX)
