@@ -74,7 +74,7 @@ function sidecarSettings(): Record<string, unknown> {
 
 class SidecarConnection implements Rpc, vscode.Disposable {
   private client: LanguageClient | undefined;
-  private router: PartsRouter | undefined;
+  private readonly router = new PartsRouter();
   private starting: Promise<LanguageClient> | undefined;
 
   constructor(
@@ -89,7 +89,6 @@ class SidecarConnection implements Rpc, vscode.Disposable {
   }
 
   onParts(requestId: string, handler: Parameters<PartsRouter['subscribe']>[1]): vscode.Disposable {
-    if (!this.router) throw new GatewayChatError('The sidecar is not running.', 'sidecar', null);
     return this.router.subscribe(requestId, handler);
   }
 
@@ -127,7 +126,7 @@ class SidecarConnection implements Rpc, vscode.Disposable {
       },
     );
     // Installed before start so the first notification of a restarted server is routed too.
-    this.router = new PartsRouter(client);
+    this.router.attach(client);
     await client.start();
     this.client = client;
     return client;

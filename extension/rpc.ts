@@ -22,7 +22,8 @@ interface PartsNotification {
 export class PartsRouter {
   private readonly handlers = new Map<string, (parts: StreamPart[]) => void>();
 
-  constructor(source: NotificationSource) {
+  /** Routes the notifications of a (re)started connection; subscriptions outlive connections. */
+  attach(source: NotificationSource): void {
     source.onNotification('gateway/parts', (params) => this.handlers.get(String(params.requestId))?.(params.parts));
   }
 

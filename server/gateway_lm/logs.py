@@ -55,11 +55,33 @@ class ClientLogHandler(logging.Handler):
             sys.stderr.write(self._redact(f"log record lost: {record.getMessage()}\n"))
 
 
+class OneLine(logging.Formatter):
+    """Log lines without tracebacks: users read these logs, and the error was already classified."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            message = f"{message}: {type(error).__name__}: {error}"
+        return f"[{record.name}] {message}" if not record.name.startswith("gateway_lm") else message
+
+
+def _not_a_reported_rpc_error(record: logging.LogRecord) -> bool:
+    # pygls logs every JSON-RPC error response we raise on purpose; the client already has it.
+    error = record.exc_info[1] if record.exc_info else None
+    return type(error).__name__ != "JsonRpcException"
+
+
 def configure(handler: logging.Handler, level_name: str) -> None:
-    root = logging.getLogger("gateway_lm")
-    root.handlers[:] = [handler]
-    root.setLevel(LEVELS.get(level_name.lower(), logging.INFO))
-    root.propagate = False
-    # pygls logs every message it sends at INFO; at that level streaming slows several-fold.
-    logging.getLogger("pygls").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    handler.setFormatter(OneLine())
+    handler.filters[:] = [_not_a_reported_rpc_error]
+    for name, level in (
+        ("gateway_lm", LEVELS.get(level_name.lower(), logging.INFO)),
+        ("pygls", logging.WARNING),
+        ("httpx", logging.WARNING),
+    ):
+        # pygls logs every message it sends at INFO; at that level streaming slows several-fold.
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level)
+        logger.propagate = False

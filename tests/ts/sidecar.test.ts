@@ -34,7 +34,8 @@ before(async () => {
   const sidecar = spawn(PYTHON, ['-m', 'gateway_lm', 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
   children.push(sidecar);
   connection = createMessageConnection(new StreamMessageReader(sidecar.stdout!), new StreamMessageWriter(sidecar.stdin!));
-  const router = new PartsRouter(connection);
+  const router = new PartsRouter();
+  router.attach(connection);
   connection.listen();
   await connection.sendRequest('initialize', { processId: process.pid, capabilities: {}, initializationOptions: { baseUrl: `${gatewayUrl}/v1`, settings: { maxRetries: 0 } } });
   connection.sendNotification('initialized', {});
