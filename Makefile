@@ -15,7 +15,7 @@ build: $(VENV)/.ready node_modules/.ready
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir python .
 	cp requirements.lock python/requirements.txt
 	node extension/build.mjs
-	npx vsce package --no-dependencies --allow-missing-repository --out $(VSIX)
+	npx vsce package --no-dependencies --allow-missing-repository --no-rewrite-relative-links --out $(VSIX)
 
 $(VENV)/.ready: requirements-dev.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -1,6 +1,7 @@
 """A real HTTP server on 127.0.0.1 that speaks like the Vercel AI Gateway, by scenario.
 
-The scenario is the model id (`fake/<scenario>`) or the `x-fake-scenario` header. Every request is
+The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the last user message,
+or the model id (`fake/<scenario>`). Every request is
 recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
 other processes (Node, VS Code) can assert what reached the gateway.
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import socket
 import struct
 import sys
@@ -218,7 +220,11 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
-        scenario = self.headers.get("x-fake-scenario") or str(body.get("model", "")).removeprefix("fake/")
+        scenario = (
+            self.headers.get("x-fake-scenario")
+            or scenario_marker(body)
+            or str(body.get("model", "")).removeprefix("fake/")
+        )
         entry = self.server.gateway.record(
             {
                 "path": self.path,
@@ -232,6 +238,19 @@ class Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "no such route", "type": "not_found"}})
             return
         serve_scenario(self, scenario, body, entry)
+
+
+def scenario_marker(body: dict[str, Any]) -> str | None:
+    """`[scenario:NAME]` in the last user text picks the scenario (for clients that cannot set
+    headers or model ids, such as a real VS Code)."""
+    for item in reversed(body.get("input") or []):
+        if isinstance(item, dict) and item.get("role") == "user":
+            for part in item.get("content") or []:
+                match = re.search(r"\[scenario:([\w:./-]+)\]", str(part.get("text", "")) if isinstance(part, dict) else "")
+                if match:
+                    return match.group(1)
+            return None
+    return None
 
 
 def tool_outputs(body: dict[str, Any]) -> list[str]:

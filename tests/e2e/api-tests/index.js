@@ -1,0 +1,143 @@
+// Runs inside a real VS Code extension host, against the installed VSIX and the fake gateway,
+// as a consumer extension would: vscode.lm.selectChatModels / sendRequest / countTokens.
+const assert = require('node:assert/strict');
+const vscode = require('vscode');
+
+const GATEWAY = process.env.FAKE_GATEWAY_URL;
+const VENDOR = 'vercel-ai-gateway';
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+async function models() {
+  // The sidecar sets itself up on first start (a venv and a pip install): allow it time.
+  const deadline = Date.now() + 240_000;
+  for (;;) {
+    const found = await vscode.lm.selectChatModels({ vendor: VENDOR });
+    if (found.length >= 4 || Date.now() > deadline) return found;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+async function model(id) {
+  const found = (await models()).find((m) => m.id === id);
+  assert.ok(found, `model ${id} is listed`);
+  return found;
+}
+
+async function collect(response) {
+  const parts = [];
+  for await (const part of response.stream) parts.push(part);
+  return parts;
+}
+
+const textOf = (parts) => parts.filter((p) => p instanceof vscode.LanguageModelTextPart).map((p) => p.value).join('');
+const gatewayLog = async () => (await fetch(`${GATEWAY}/_requests`)).json();
+const token = () => new vscode.CancellationTokenSource().token;
+
+test('lists the gateway language models with names, windows and capabilities', async () => {
+  const found = await models();
+  const byId = new Map(found.map((m) => [m.id, m]));
+  assert.deepEqual([...byId.keys()].sort(), ['fake/plain', 'fake/reasoning', 'fake/text', 'fake/tools']);
+  const text = byId.get('fake/text');
+  assert.equal(text.name, 'Fake Text');
+  assert.equal(text.vendor, VENDOR);
+  assert.equal(text.maxInputTokens, 200000 - 16384);
+  if (text.capabilities) {
+    assert.equal(text.capabilities.supportsToolCalling ?? text.capabilities.toolCalling, true);
+    assert.equal(text.capabilities.supportsImageToText ?? text.capabilities.imageInput, true);
+  }
+  assert.equal(byId.get('fake/plain').maxInputTokens, 8192 - 4096);
+});
+
+test('sendRequest streams text in several parts', async () => {
+  const m = await model('fake/text');
+  const parts = await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('hi')], {}, token()));
+  const texts = parts.filter((p) => p instanceof vscode.LanguageModelTextPart);
+  assert.ok(texts.length >= 2, `${texts.length} text parts`);
+  assert.equal(textOf(parts), 'Hello from the fake gateway.');
+});
+
+test('a tool call comes back parsed and its result reaches the gateway paired', async () => {
+  const m = await model('fake/tools');
+  const tools = [{ name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }];
+  const first = await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('read it')], { tools }, token()));
+  const call = first.find((p) => p instanceof vscode.LanguageModelToolCallPart);
+  assert.ok(call, 'a LanguageModelToolCallPart');
+  assert.equal(call.name, 'read_file');
+  assert.deepEqual(call.input, { city: 'Paris', days: 2 });
+  const history = [
+    vscode.LanguageModelChatMessage.User('read it'),
+    vscode.LanguageModelChatMessage.Assistant([call]),
+    vscode.LanguageModelChatMessage.User([new vscode.LanguageModelToolResultPart(call.callId, [new vscode.LanguageModelTextPart('sunny')])]),
+  ];
+  const second = await collect(await m.sendRequest(history, { tools }, token()));
+  assert.equal(textOf(second), 'The tool said: sunny');
+  const input = (await gatewayLog()).at(-1).body.input;
+  assert.deepEqual(input.slice(-2).map((i) => [i.type, i.call_id]), [['function_call', call.callId], ['function_call_output', call.callId]]);
+  assert.equal(input.at(-1).output, 'sunny');
+});
+
+test('an image is sent as input_image', async () => {
+  const m = await model('fake/text');
+  const message = vscode.LanguageModelChatMessage.User([new vscode.LanguageModelTextPart('what is this?'), vscode.LanguageModelDataPart.image(PNG, 'image/png')]);
+  await collect(await m.sendRequest([message], {}, token()));
+  const content = (await gatewayLog()).at(-1).body.input[0].content;
+  assert.equal(content[1].type, 'input_image');
+  assert.equal(content[1].image_url, `data:image/png;base64,${PNG.toString('base64')}`);
+});
+
+test('cancelling stops the stream and closes the upstream connection', async () => {
+  const m = await model('fake/text');
+  const source = new vscode.CancellationTokenSource();
+  const response = await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:slow] go')], {}, source.token);
+  let seen = 0;
+  let cancelledAt = 0;
+  try {
+    for await (const part of response.stream) {
+      if (part instanceof vscode.LanguageModelTextPart && ++seen === 2) {
+        cancelledAt = Date.now();
+        source.cancel();
+      }
+    }
+  } catch {
+    // A cancelled request may end its stream with a cancellation error.
+  }
+  assert.ok(cancelledAt > 0, 'parts arrived before the cancel');
+  assert.ok(seen < 50, `the stream stopped (${seen} parts of 400)`);
+  await new Promise((r) => setTimeout(r, 500));
+  const entry = (await gatewayLog()).at(-1);
+  assert.ok(entry.client_closed_at, 'the gateway saw the connection close');
+  assert.ok(entry.client_closed_at * 1000 - cancelledAt < 300, `closed ${Math.round(entry.client_closed_at * 1000 - cancelledAt)} ms after the cancel`);
+});
+
+test('a 401 surfaces as a thrown error telling the user to set the API key', async () => {
+  const m = await model('fake/text');
+  await assert.rejects(
+    async () => collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:error-401] hi')], {}, token())),
+    (error) => /API key/.test(String(error && error.message)),
+  );
+});
+
+test('countTokens answers for strings and messages', async () => {
+  const m = await model('fake/text');
+  assert.equal(await m.countTokens('hello world'), 2);
+  const forMessage = await m.countTokens(vscode.LanguageModelChatMessage.User('hello world'));
+  assert.ok(forMessage > 2, `${forMessage}`);
+});
+
+exports.run = async function run() {
+  let failed = 0;
+  for (const t of tests) {
+    const started = Date.now();
+    try {
+      await t.fn();
+      console.log(`[api-test] ok - ${t.name} (${Date.now() - started} ms)`);
+    } catch (error) {
+      failed++;
+      console.log(`[api-test] not ok - ${t.name}\n${error && error.stack}`);
+    }
+  }
+  console.log(`[api-test] ${tests.length - failed} passed, ${failed} failed`);
+  if (failed) throw new Error(`${failed} API test(s) failed`);
+};

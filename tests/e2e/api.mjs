@@ -1,0 +1,54 @@
+// API tests: a small test extension in a real VS Code extension host, against the installed VSIX.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as host from './host.mjs';
+
+const python = process.env.GATEWAY_LM_PYTHON ?? path.join(host.ROOT, '.venv/bin/python');
+const vsix = path.join(host.ROOT, 'ai-gateway-lm.vsix');
+const artifacts = process.env.AI_GATEWAY_LM_ARTIFACTS ?? '/tmp/ai-gateway-lm-e2e';
+fs.mkdirSync(artifacts, { recursive: true });
+
+const cache = host.hostCache();
+const dirs = host.scratchDirs('api');
+const gateway = await host.startGateway(python);
+const port = await host.freePort();
+const env = host.hostEnv(cache, dirs, { FAKE_GATEWAY_URL: gateway, AI_GATEWAY_API_KEY: 'e2e-fake-key-0123456789' });
+host.writeSettings(dirs, {
+  'vercelAiGateway.baseUrl': `${gateway}/v1`,
+  'vercelAiGateway.logLevel': 'debug',
+  'vercelAiGateway.maxRetries': 0,
+  'workbench.startupEditor': 'none',
+  'telemetry.telemetryLevel': 'off',
+});
+// The test extension is the one development extension; the provider is the installed VSIX.
+const devRoot = path.join(dirs.base, 'dev');
+fs.mkdirSync(devRoot);
+fs.cpSync(path.join(host.ROOT, 'tests/e2e/api-tests'), path.join(devRoot, 'api-tests'), { recursive: true });
+
+let code = 1;
+let browser;
+try {
+  host.installVsix(cache, dirs, env, vsix);
+  await host.startCodeServer(cache, dirs, env, port);
+  browser = await host.launchBrowser();
+  const page = await browser.newPage();
+  const exited = new Promise((resolve) => page.exposeFunction('codeAutomationExit', (c) => resolve(c)));
+  page.on('console', (m) => m.text().includes('[api-test]') && console.log(m.text()));
+  const remote = `vscode-remote://127.0.0.1:${port}`;
+  const payload = [['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`], ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`]];
+  await page.goto(`http://127.0.0.1:${port}/?folder=${dirs.ws}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
+  const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 420_000));
+  code = await Promise.race([exited, timeout]);
+  await page.screenshot({ path: path.join(artifacts, 'api-tests.png') });
+  if (code !== 0) {
+    console.log(`API tests failed (${code}); screenshot: ${path.join(artifacts, 'api-tests.png')}`);
+    await host.printDiagnostics(dirs, gateway);
+  }
+} catch (error) {
+  console.log(`API test run broke: ${error.stack}`);
+  await host.printDiagnostics(dirs, gateway);
+} finally {
+  await browser?.close();
+  host.cleanup();
+}
+process.exit(code === 0 ? 0 : 1);

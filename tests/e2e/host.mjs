@@ -1,0 +1,125 @@
+// Starts and stops the pieces of an end-to-end run: the fake gateway, code-server with the VSIX
+// installed, and headless Chromium. Everything is torn down whatever happens.
+import { execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+const children = [];
+
+export function cleanup() {
+  for (const child of children.splice(0)) {
+    try {
+      process.kill(-child.pid, 'SIGKILL'); // the whole process group: code-server's hosts, the sidecar
+    } catch {
+      /* already gone */
+    }
+  }
+}
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => (cleanup(), process.exit(130)));
+process.on('exit', cleanup);
+
+function start(command, args, options) {
+  const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  children.push(child);
+  return child;
+}
+
+export function hostCache() {
+  const out = execFileSync('bash', [path.join(ROOT, 'tests/e2e/setup-host.sh')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return String(out).trim().split('\n').at(-1);
+}
+
+export async function startGateway(python) {
+  const child = start(python, [path.join(ROOT, 'tests/fake_gateway.py')], {});
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.once('data', (chunk) => resolve(Number(/PORT (\d+)/.exec(String(chunk))[1])));
+    child.once('exit', (code) => reject(new Error(`fake gateway exited ${code}`)));
+  });
+  return `http://127.0.0.1:${port}`;
+}
+
+export function freePort() {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function scratchDirs(name) {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), `agl-${name}-`));
+  const dirs = Object.fromEntries(['home', 'config', 'data', 'cache', 'tmp', 'ud', 'ext', 'ws'].map((d) => [d, path.join(base, d)]));
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+  return { base, ...dirs };
+}
+
+export function hostEnv(cache, dirs, extra) {
+  return {
+    PATH: `${cache}/node/bin:${process.env.PATH}`,
+    HOME: dirs.home,
+    XDG_CONFIG_HOME: dirs.config,
+    XDG_DATA_HOME: dirs.data,
+    XDG_CACHE_HOME: dirs.cache,
+    TMPDIR: dirs.tmp,
+    PIP_CACHE_DIR: path.join(cache, 'pip'), // the sidecar's first-start install, faster on a second run
+    PIP_DISABLE_PIP_VERSION_CHECK: '1',
+    ...extra,
+  };
+}
+
+export function writeSettings(dirs, settings) {
+  const user = path.join(dirs.ud, 'User');
+  fs.mkdirSync(user, { recursive: true });
+  fs.writeFileSync(path.join(user, 'settings.json'), JSON.stringify(settings, null, 2));
+}
+
+export function installVsix(cache, dirs, env, vsix) {
+  execFileSync(`${cache}/code-server/node_modules/.bin/code-server`, ['--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext, '--install-extension', vsix, '--force'], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+}
+
+export async function startCodeServer(cache, dirs, env, port) {
+  const args = ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext,
+    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--vscode-option', 'enable-smoke-test-driver'];
+  const child = start(`${cache}/code-server/node_modules/.bin/code-server`, args, { env, cwd: dirs.ws });
+  const log = fs.createWriteStream(path.join(dirs.base, 'code-server.log'));
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return child;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error('code-server did not start');
+}
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+}
+
+/** The logs a reader needs when a run fails: extension host, sidecar (our output channel), gateway. */
+export async function printDiagnostics(dirs, gatewayUrl) {
+  const files = [];
+  const walk = (dir) => fs.existsSync(dir) && fs.readdirSync(dir, { withFileTypes: true }).forEach((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : files.push(path.join(dir, e.name))));
+  walk(path.join(dirs.ud, 'logs'));
+  for (const file of files.filter((f) => /exthost\.log$|Vercel AI Gateway|remoteexthost\.log$/.test(f))) {
+    console.log(`\n===== ${path.relative(dirs.base, file)} (last 80 lines) =====`);
+    console.log(fs.readFileSync(file, 'utf8').split('\n').slice(-80).join('\n'));
+  }
+  if (gatewayUrl) {
+    const log = await fetch(`${gatewayUrl}/_requests`).then((r) => r.json(), () => []);
+    console.log(`\n===== fake gateway: ${log.length} requests =====`);
+    for (const entry of log) console.log(`${entry.path} scenario=${entry.scenario} model=${entry.body?.model} items=${entry.body?.input?.length} tools=${entry.body?.tools?.length ?? 0}`);
+  }
+}
