@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
 
-.PHONY: install build test test-python test-node lint bench clean
+.PHONY: install build test test-python test-node test-e2e screenshots lint bench clean
 
 install: build
 	@bash scripts/install-vsix.sh $(VSIX)
@@ -41,7 +41,19 @@ test-node: $(VENV)/.ready node_modules/.ready
 	npx tsc -p tests/ts
 	node --require ./out/tests/ts/register.js --test --test-reporter=spec out/tests/ts/*.test.js
 
-test: lint test-python test-node
+# A real VS Code (code-server) with Copilot Chat, set up once into ~/.cache/ai-gateway-lm-host;
+# screenshots go to /tmp/ai-gateway-lm-e2e (AI_GATEWAY_LM_ARTIFACTS).
+test-e2e: build
+	node tests/e2e/api.mjs
+	node tests/e2e/ui.mjs
+
+# Regenerates the README's screenshots from a UI run.
+screenshots: build
+	node tests/e2e/ui.mjs
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-02-model-picker.png docs/model-picker.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-05-tool-round-trip.png docs/answer-and-status-bar.png
+
+test: lint test-python test-e2e test-node
 
 clean:
 	rm -rf $(VENV) node_modules out dist python $(VSIX)

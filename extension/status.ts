@@ -16,7 +16,7 @@ export class UsageStatus implements vscode.Disposable {
     const share = model ? usage.inputTokens / model.contextWindow : undefined;
     const cost = model ? requestCost(model, usage) : undefined;
     if (cost !== undefined) this.sessionCost += cost;
-    const percent = share === undefined ? '' : ` · ${Math.round(share * 100)}%`;
+    const percent = share === undefined ? '' : ` · ${share > 0 && share < 0.01 ? '<1' : Math.round(share * 100)}% of context`;
     this.item.text = `$(pulse) ${model?.name ?? 'AI Gateway'}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}`;
     this.item.backgroundColor =
       share !== undefined && share >= 0.9

@@ -291,6 +291,13 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         name = str(tools[0].get("name"))
         h._send(entry, [created, *call_events("call_fake_1", name, '{"city": "Paris", "days": 2}'), completed()])
         return
+    if scenario.startswith("agent-read"):
+        serve_agent_read(h, scenario, body, entry, created)
+        return
+    if scenario == "words":
+        words = [w + " " for w in "Hello from the fake gateway, streamed word by word to Copilot Chat.".split()]
+        h._send(entry, [created, *text_events(words), completed()], gap=0.05)
+        return
     if scenario == "reasoning":
         rid = "rs_fake_0"
         thinking = [
@@ -353,6 +360,36 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         h._send(entry, [created, *text_events([json.dumps(body)]), completed()])
         return
     h._send(entry, [created, *text_events(ANSWER), completed()])
+
+
+def serve_agent_read(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
+    """An agent round trip: ask for the editor's read-file tool on a path, then quote what it returned."""
+    outputs = tool_outputs(body)
+    if outputs:
+        h._send(entry, [created, *text_events(["The tool said: ", outputs[-1][:400]]), completed()])
+        return
+    path = scenario.partition(":")[2]
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    tool = next((t for t in tools if "read" in str(t.get("name")) and "file" in str(t.get("name"))), None)
+    if tool is None:
+        h._send(entry, [created, *text_events(["No read-file tool was offered."]), completed()])
+        return
+    arguments = json.dumps(fill_arguments(tool.get("parameters") or {}, path))
+    h._send(entry, [created, *call_events("call_read_1", str(tool["name"]), arguments), completed()])
+
+
+def fill_arguments(schema: dict[str, Any], path: str) -> dict[str, Any]:
+    """Plausible arguments for a read-file tool, whatever its parameter names."""
+    args: dict[str, Any] = {}
+    properties = schema.get("properties") or {}
+    for name, spec in properties.items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        lowered = name.lower()
+        if "path" in lowered or "file" in lowered or "uri" in lowered:
+            args[name] = path
+        elif kind in ("integer", "number") and name in (schema.get("required") or []):
+            args[name] = 1 if ("start" in lowered or "offset" in lowered) else 200
+    return args
 
 
 def _peer_closed(h: Handler) -> bool:

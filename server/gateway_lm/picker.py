@@ -57,5 +57,5 @@ def _usd(value: float) -> str:
 
 def _k(tokens: int) -> str:
     if tokens >= 1_000_000:
-        return f"{tokens / 1_000_000:g}M"
-    return f"{tokens / 1000:g}K" if tokens >= 1000 else str(tokens)
+        return f"{tokens / 1_000_000:.3g}M"
+    return f"{round(tokens / 1000)}K" if tokens >= 1000 else str(tokens)

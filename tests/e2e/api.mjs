@@ -51,4 +51,4 @@ try {
   await browser?.close();
   host.cleanup();
 }
-process.exit(code === 0 ? 0 : 1);
+process.exit(code === 0 ? 0 : 1); // the test extension printed "[api-test] N passed, N failed"
