@@ -246,7 +246,9 @@ def scenario_marker(body: dict[str, Any]) -> str | None:
     for item in reversed(body.get("input") or []):
         if isinstance(item, dict) and item.get("role") == "user":
             for part in item.get("content") or []:
-                match = re.search(r"\[scenario:([\w:./-]+)\]", str(part.get("text", "")) if isinstance(part, dict) else "")
+                match = re.search(
+                    r"\[scenario:([\w:./-]+)\]", str(part.get("text", "")) if isinstance(part, dict) else ""
+                )
                 if match:
                     return match.group(1)
             return None
@@ -362,7 +364,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     h._send(entry, [created, *text_events(ANSWER), completed()])
 
 
-def serve_agent_read(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
+def serve_agent_read(
+    h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]
+) -> None:
     """An agent round trip: ask for the editor's read-file tool on a path, then quote what it returned."""
     outputs = tool_outputs(body)
     if outputs:
