@@ -19,3 +19,22 @@ def gateway() -> Iterator[FakeServer]:
     yield server
     server.shutdown()
     server.server_close()
+
+
+# ---- the reliability table (tests/test_reliability.py fills it; printed at the end of the run) ----
+RELIABILITY_ROWS: list[tuple[str, str, str, bool]] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not RELIABILITY_ROWS:
+        return
+    widths = [
+        max(len(str(row[i])) for row in [("scenario", "expected", "observed", "pass"), *RELIABILITY_ROWS])
+        for i in range(3)
+    ]
+    terminalreporter.section("reliability: scenario / expected / observed / pass")
+    header = ("scenario", "expected", "observed", "pass")
+    for row in [header, *RELIABILITY_ROWS]:
+        cells = [str(row[i]).ljust(min(widths[i], 60)) for i in range(3)]
+        mark = row[3] if row is header else ("PASS" if row[3] else "FAIL")
+        terminalreporter.write_line(" | ".join([*cells, str(mark)]))

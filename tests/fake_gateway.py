@@ -266,6 +266,9 @@ def tool_outputs(body: dict[str, Any]) -> list[str]:
 
 def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
     created = {"type": "response.created", "response": response_obj("in_progress")}
+    if scenario == "ratelimit-noheader":
+        h._raw(429, ERRORS[429][0].encode(), "application/json")
+        return
     if scenario.startswith("error-"):
         serve_error(h, int(scenario.split("-")[1]))
         return
@@ -295,6 +298,16 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario.startswith("agent-read"):
         serve_agent_read(h, scenario, body, entry, created)
+        return
+    if scenario == "huge-event":
+        h._send(entry, [created, *text_events(["x" * 5_000_000]), completed()])
+        return
+    if scenario == "utf8-split":
+        serve_split_utf8(h, entry, [created, *text_events(["héllo ", "wörld ", "日本語 ", "🙂👍"]), completed()])
+        return
+    if scenario.startswith("tag:"):
+        tag = scenario.partition(":")[2]
+        h._send(entry, [created, *text_events([f"<{tag}>"] * 30), completed()], gap=0.002)
         return
     if scenario == "words":
         words = [w + " " for w in "Hello from the fake gateway, streamed word by word to Copilot Chat.".split()]
@@ -394,6 +407,15 @@ def fill_arguments(schema: dict[str, Any], path: str) -> dict[str, Any]:
         elif kind in ("integer", "number") and name in (schema.get("required") or []):
             args[name] = 1 if ("start" in lowered or "offset" in lowered) else 200
     return args
+
+
+def serve_split_utf8(h: Handler, entry: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    """Writes the stream 3 bytes at a time, so multi-byte characters straddle reads."""
+    data = b"".join(f"data: {json.dumps(e, ensure_ascii=False)}\r\n\r\n".encode() for e in events)
+    for start in range(0, len(data), 3):
+        h.wfile.write(data[start : start + 3])
+        h.wfile.flush()
+        time.sleep(0.0005)
 
 
 def _peer_closed(h: Handler) -> bool:

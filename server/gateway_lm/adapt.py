@@ -66,6 +66,7 @@ class StreamAdapter:
         self._last_text_item: int | str | None = None
         self._error: GatewayError | None = None
         self._refused = False
+        self._sequence_numbers: set[int] = set()
         self.response_id: str | None = None
         self.usage: UsagePart | None = None
         self.finish_reason: FinishReason | None = None
@@ -98,6 +99,11 @@ class StreamAdapter:
         """Parts for one parsed event. Raises GatewayError when the stream reports a failure."""
         if self.done or not isinstance(event, dict):
             return []
+        sequence = event.get("sequence_number")
+        if isinstance(sequence, int):
+            if sequence in self._sequence_numbers:
+                return []  # a resent event: showing its delta again would double the text
+            self._sequence_numbers.add(sequence)
         handler = self._handlers.get(event.get("type"))  # type: ignore[arg-type]
         if handler is None:
             return []

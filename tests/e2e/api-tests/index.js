@@ -1,6 +1,7 @@
 // Runs inside a real VS Code extension host, against the installed VSIX and the fake gateway,
 // as a consumer extension would: vscode.lm.selectChatModels / sendRequest / countTokens.
 const assert = require('node:assert/strict');
+const { execSync } = require('node:child_process');
 const vscode = require('vscode');
 
 const GATEWAY = process.env.FAKE_GATEWAY_URL;
@@ -117,6 +118,41 @@ test('a 401 surfaces as a thrown error telling the user to set the API key', asy
     async () => collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:error-401] hi')], {}, token())),
     (error) => /API key/.test(String(error && error.message)),
   );
+});
+
+test('a crashed sidecar fails the request within 2 s, is restarted, and the next request works', async () => {
+  const m = await model('fake/text');
+  const response = await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:slow] go')], {}, token());
+  let killedAt = 0;
+  let failure;
+  try {
+    for await (const part of response.stream) {
+      if (!killedAt && part instanceof vscode.LanguageModelTextPart) {
+        // The sidecar is a child of this extension host: the test extension shares the process.
+        const pid = execSync(`pgrep -P ${process.pid} -f "gateway_lm serve"`).toString().trim().split('\n')[0];
+        process.kill(Number(pid), 'SIGKILL');
+        killedAt = Date.now();
+      }
+    }
+  } catch (error) {
+    failure = error;
+  }
+  const took = Date.now() - killedAt;
+  assert.ok(killedAt > 0, 'the stream had started');
+  assert.ok(failure, 'the request failed');
+  assert.ok(took <= 2000, `failed ${took} ms after the crash`);
+  assert.match(String(failure.message), /sidecar/i);
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const parts = await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('again')], {}, token()));
+      assert.equal(textOf(parts), 'Hello from the fake gateway.');
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 });
 
 test('countTokens answers for strings and messages', async () => {
