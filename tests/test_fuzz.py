@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from httpx_sse import EventSource
 
 from gateway_lm.adapt import StreamAdapter
 from gateway_lm.errors import GatewayError
