@@ -55,5 +55,9 @@ screenshots: build
 
 test: lint test-python test-e2e test-node
 
+# Not part of `make test`: prints the benchmark table (rfcs/0005-performance.md explains it).
+bench: $(VENV)/.ready node_modules/.ready
+	node bench/bench.mjs
+
 clean:
 	rm -rf $(VENV) node_modules out dist python $(VSIX)

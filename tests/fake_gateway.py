@@ -11,6 +11,7 @@ Run standalone: `python tests/fake_gateway.py [--port N]` prints `PORT <n>` and 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import socket
@@ -299,6 +300,18 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     if scenario.startswith("agent-read"):
         serve_agent_read(h, scenario, body, entry, created)
         return
+    if scenario.startswith("bench-"):
+        h.wfile.write(bench_body(int(scenario.partition("-")[2])))  # as fast as the socket takes it
+        return
+    if scenario == "ttfp":
+        h._send(entry, [created])
+        time.sleep(0.005)
+        events = text_events(ANSWER)
+        entry["first_delta_at"] = time.time()
+        h._send(entry, events[:2])  # the item, then the first delta
+        time.sleep(0.02)
+        h._send(entry, [*events[2:], completed()])
+        return
     if scenario == "huge-event":
         h._send(entry, [created, *text_events(["x" * 5_000_000]), completed()])
         return
@@ -342,7 +355,8 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     if scenario == "failed":
         error = {"type": "error", "error": {"type": "server_error", "code": "server_error", "message": "overloaded"}}
         failed = {"type": "response.failed", "response": response_obj("failed", error={"message": "overloaded"})}
-        h._send(entry, [created, *text_events(["Partial"]), error, failed])
+        # One write: text and failure arrive in the same read, and the text must still be shown.
+        h.wfile.write(b"".join(sse(e) for e in [created, *text_events(["Partial"]), error, failed]))
         return
     if scenario == "incomplete":
         incomplete = {
@@ -407,6 +421,36 @@ def fill_arguments(schema: dict[str, Any], path: str) -> dict[str, Any]:
         elif kind in ("integer", "number") and name in (schema.get("required") or []):
             args[name] = 1 if ("start" in lowered or "offset" in lowered) else 200
     return args
+
+
+@functools.cache
+def bench_body(count: int) -> bytes:
+    """A recorded-shape stream of `count` events (text deltas with the fields OpenAI sends)."""
+    created = {"type": "response.created", "sequence_number": 0, "response": response_obj("in_progress")}
+    events = [
+        created,
+        {
+            "type": "response.output_item.added",
+            "sequence_number": 1,
+            "output_index": 0,
+            "item": {"id": "msg_bench", "type": "message", "status": "in_progress", "content": [], "role": "assistant"},
+        },
+    ]
+    for n in range(count - 3):
+        events.append(
+            {
+                "type": "response.output_text.delta",
+                "sequence_number": n + 2,
+                "item_id": "msg_bench",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": f" word{n % 97}",
+                "logprobs": [],
+                "obfuscation": "aZ3kQ9",
+            }
+        )
+    events.append(completed())
+    return b"".join(sse(e) for e in events)
 
 
 def serve_split_utf8(h: Handler, entry: dict[str, Any], events: list[dict[str, Any]]) -> None:

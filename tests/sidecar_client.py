@@ -47,6 +47,8 @@ class Sidecar:
                 initialization_options={"baseUrl": base_url, "settings": settings or {}},
             )
         )
+        # As Copilot does before its first chat: the first count waits for the tokenizer to load.
+        await self.request("gateway/countTokens", {"model": "openai/gpt-5", "texts": [""]})
 
     async def request(self, method: str, params: Any) -> Any:
         return await self.client.protocol.send_request_async(method, params)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from gateway_lm.adapt import StreamAdapter
 from gateway_lm.errors import GatewayError
 from gateway_lm.replay import events_from_recording
+from gateway_lm.sse import SSEFramer, parse_event
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STREAMS = [
@@ -151,6 +152,11 @@ def test_sse_framing_survives_any_split(
         size = cuts[k % len(cuts)]
         pieces.append(body[start : start + size])
         start, k = start + size, k + 1
+    framer = SSEFramer()  # what the client runs, fed read by read
+    ours = [parse_event(sse) for piece in pieces for sse in framer.feed(piece)] + [
+        parse_event(s) for s in framer.close()
+    ]
+    assert ours == stream[:60]
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(pieces))
-    decoded = [json.loads(sse.data) for sse in EventSource(response).iter_sse() if sse.data]
-    assert decoded == stream[:60]
+    reference = [json.loads(sse.data) for sse in EventSource(response).iter_sse() if sse.data]
+    assert reference == stream[:60]  # and httpx-sse's own EventSource agrees

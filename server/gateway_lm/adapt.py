@@ -61,7 +61,7 @@ class StreamAdapter:
         self._names = names or ToolNameMap([])
         self._items: dict[int | str, _Item] = {}
         self._index_of_id: dict[str, int | str] = {}
-        self._shown: dict[tuple[Any, ...], str] = {}  # text already emitted per content slot
+        self._shown: dict[tuple[Any, ...], list[str]] = {}  # pieces already emitted per content slot
         self._emitted_calls: set[str] = set()
         self._last_text_item: int | str | None = None
         self._error: GatewayError | None = None
@@ -154,16 +154,24 @@ class StreamAdapter:
         if not delta:
             return []
         key = slot[0]
-        self._shown[slot] = self._shown.get(slot, "") + delta
+        self._remember(slot, delta)
         if self._last_text_item is not None and self._last_text_item != key:
             delta = "\n\n" + delta  # two assistant messages (e.g. commentary, final answer)
         self._last_text_item = key
         return [{"type": "text", "value": delta}]
 
+    def _remember(self, slot: tuple[Any, ...], delta: str) -> None:
+        # A list, not `shown + delta`: re-copying a growing string per delta is quadratic.
+        pieces = self._shown.get(slot)
+        if pieces is None:
+            self._shown[slot] = [delta]
+        else:
+            pieces.append(delta)
+
     def _missing(self, slot: tuple[Any, ...], full: Any) -> str:
         if not isinstance(full, str):
             return ""
-        shown = self._shown.get(slot, "")
+        shown = "".join(self._shown.get(slot, ()))
         return full[len(shown) :] if full.startswith(shown) else ""
 
     def _on_text_delta(self, event: Event) -> list[PartOut]:
@@ -206,7 +214,7 @@ class StreamAdapter:
     def _emit_thinking(self, slot: tuple[Any, ...], delta: str, item_id: str | None) -> list[PartOut]:
         if not delta:
             return []
-        self._shown[slot] = self._shown.get(slot, "") + delta
+        self._remember(slot, delta)
         part: ThinkingPart = {"type": "thinking", "value": delta, "id": item_id}
         return [part]
 

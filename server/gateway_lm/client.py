@@ -8,7 +8,6 @@ between two reads of the stream.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -19,10 +18,11 @@ from typing import Any
 
 import anyio
 import httpx
-from httpx_sse import EventSource, SSEError
+from httpx_sse import ServerSentEvent
 
 from .errors import GatewayError, error_from_response, with_advice
 from .protocol import Settings
+from .sse import DONE, SSEFramer, parse_event
 
 log = logging.getLogger("gateway_lm.client")
 
@@ -85,8 +85,11 @@ class GatewayClient:
             headers["authorization"] = f"Bearer {token}"
         return headers
 
-    async def stream_events(self, body: dict[str, Any], api_key: str | None) -> AsyncGenerator[dict[str, Any], None]:
-        """Parsed JSON events of one response, in order. Ends at `[DONE]` or when the server closes."""
+    async def stream_events(
+        self, body: dict[str, Any], api_key: str | None
+    ) -> AsyncGenerator[list[dict[str, Any]], None]:
+        """Parsed JSON events of one response, in order, in batches (one per network read).
+        Ends at `[DONE]` or when the server closes."""
         url = f"{self.base_url}/responses"
         attempt = 0
         while True:
@@ -98,8 +101,8 @@ class GatewayClient:
                             raise error
                         delay = self._delay(attempt, error.retry_after)
                     else:
-                        async for event in self._events(response):
-                            yield event
+                        async for events in self._events(response):
+                            yield events
                         return
             except httpx.TransportError as exc:
                 error = self._transport_error(exc)
@@ -110,25 +113,22 @@ class GatewayClient:
             log.warning("retrying after %s (attempt %d): %s", f"{delay:.2f}s", attempt, error.message)
             await anyio.sleep(delay)
 
-    async def _events(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    async def _events(self, response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+        """Events, one list per network read, so the caller's work per event stays synchronous."""
+        content_type = response.headers.get("content-type", "")
+        if "text/event-stream" not in content_type:
+            raise GatewayError("protocol", with_advice("protocol", f"Expected an event stream, got '{content_type}'"))
+        framer = SSEFramer()
         try:
-            async for sse in EventSource(response).aiter_sse():
-                data = sse.data
-                if not data:
-                    continue
-                if data == "[DONE]":
+            async for chunk in response.aiter_bytes():
+                events, done = self._parse(framer.feed(chunk))
+                if events:
+                    yield events
+                if done:
                     return
-                try:
-                    event = json.loads(data)
-                except ValueError:
-                    log.warning("ignored an event that is not JSON (%d bytes)", len(data))
-                    continue
-                if isinstance(event, dict):
-                    if "type" not in event and sse.event and sse.event != "message":
-                        event["type"] = sse.event
-                    yield event
-        except SSEError as exc:
-            raise GatewayError("protocol", with_advice("protocol", f"Not an event stream: {exc}")) from None
+            events, _ = self._parse(framer.close())
+            if events:
+                yield events
         except httpx.ReadTimeout:
             raise GatewayError(
                 "timeout",
@@ -138,6 +138,19 @@ class GatewayClient:
             raise GatewayError(
                 "network", with_advice("network", f"The connection to the gateway broke mid-answer ({exc})")
             ) from None
+
+    @staticmethod
+    def _parse(sses: list[ServerSentEvent]) -> tuple[list[dict[str, Any]], bool]:
+        events: list[dict[str, Any]] = []
+        for sse in sses:
+            event = parse_event(sse)
+            if event is DONE:
+                return events, True
+            if isinstance(event, dict):
+                events.append(event)
+            elif sse.data:
+                log.warning("ignored an event that is not a JSON object (%d bytes)", len(sse.data))
+        return events, False
 
     def _transport_error(self, exc: httpx.TransportError) -> GatewayError:
         if isinstance(exc, httpx.TimeoutException):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from .adapt import StreamAdapter
 from .client import GatewayClient
+from .errors import GatewayError
 from .protocol import ChatRequest, FinishReason, PartOut, Settings, UsagePart
 from .toolnames import ToolNameMap
 from .translate import build_request
@@ -26,14 +27,23 @@ async def stream_chat(
     api_key: str | None,
     outcome: ChatOutcome | None = None,
 ) -> AsyncIterator[list[PartOut]]:
-    """Batches of parts, one per gateway event that produced any. Raises GatewayError."""
+    """Batches of parts, one per network read that produced any. Raises GatewayError."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names)
     adapter = StreamAdapter(names)
     events = client.stream_events(body, api_key)
     try:
-        async for event in events:
-            parts = adapter.feed(event)
+        async for batch in events:
+            parts: list[PartOut] = []
+            try:
+                for event in batch:
+                    parts.extend(adapter.feed(event))
+                    if adapter.done:
+                        break
+            except GatewayError:
+                if parts:
+                    yield parts  # what the stream said before failing is still shown
+                raise
             if parts:
                 yield parts
             if adapter.done:

@@ -6,8 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-from httpx_sse import EventSource
+from .sse import DONE, SSEFramer, parse_event
 
 
 def events_from_recording(body: bytes) -> Iterator[Any]:
@@ -17,15 +16,13 @@ def events_from_recording(body: bytes) -> Iterator[Any]:
             if line.strip():
                 yield _loads(line)
         return
-    # Framing goes through httpx-sse, exactly as a live stream does.
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
-    for sse in EventSource(response).iter_sse():
-        if sse.data == "[DONE]":
+    # The same framing as a live stream.
+    framer = SSEFramer()
+    for sse in [*framer.feed(body), *framer.close()]:
+        event = parse_event(sse)
+        if event is DONE:
             return
         if sse.data:
-            event = _loads(sse.data)
-            if isinstance(event, dict) and "type" not in event and sse.event not in ("", "message"):
-                event["type"] = sse.event
             yield event
 
 

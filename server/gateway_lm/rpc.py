@@ -63,33 +63,6 @@ class ConfigureParams(BaseModel):
     baseUrl: str | None = None
 
 
-class PartBatcher:
-    """Parts that arrive in one event-loop tick leave in one notification; an idle pipe never waits."""
-
-    def __init__(self, send: Callable[[list[PartOut]], None]) -> None:
-        self._send = send
-        self._pending: list[PartOut] = []
-        self._scheduled = False
-        self._closed = False
-
-    def add(self, parts: list[PartOut]) -> None:
-        self._pending.extend(parts)
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
-
-    def flush(self) -> None:
-        self._scheduled = False
-        if self._pending and not self._closed:
-            pending, self._pending = self._pending, []
-            self._send(pending)
-
-    def close(self) -> None:
-        """After a cancel nothing more may be reported."""
-        self._closed = True
-        self._pending = []
-
-
 class Sidecar:
     def __init__(self, server: LanguageServer) -> None:
         self.server = server
@@ -98,6 +71,7 @@ class Sidecar:
         self.client = GatewayClient(self.settings)
         self.models: dict[str, ModelInfo] = {}
         self._background: set[asyncio.Future[None]] = set()
+        self.tokenizer_load: asyncio.Future[Any] | None = None  # started at initialize
 
     # ---- setup ----
 
@@ -139,7 +113,6 @@ class Sidecar:
         if known is not None and not known.capabilities.toolCalling and request.tools:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []
-        batcher = PartBatcher(lambda parts: self._notify_parts(request.requestId, parts))
         outcome = ChatOutcome()
         log.info(
             "chat %s with %s: %d messages, %d tools",
@@ -149,24 +122,26 @@ class Sidecar:
             len(request.tools),
         )
         try:
+            # One notification per network read: the parts of all events that arrived together,
+            # sent at once (no timer, so an idle pipe adds no latency).
             async for parts in stream_chat(request, self.settings, self.client, request.apiKey, outcome):
-                batcher.add(parts)
+                self._notify_parts(request.requestId, parts)
         except asyncio.CancelledError:
-            batcher.close()
-            log.info("chat %s cancelled", request.requestId)
+            log.info("chat %s cancelled", request.requestId)  # nothing is sent after this
             raise
-        except GatewayError:
-            batcher.flush()  # what was shown stays shown; the error follows it
-            raise
-        batcher.flush()
         log.info("chat %s finished: %s, usage %s", request.requestId, outcome.finish_reason, outcome.usage)
         return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
 
     def _notify_parts(self, request_id: str | int, parts: list[PartOut]) -> None:
-        self.server.protocol.notify("gateway/parts", {"requestId": request_id, "parts": parts})
+        # A plain dict straight to pygls' writer: `notify()` would first wrap it in an attrs message
+        # and have cattrs walk every part, which costs more than the rest of the stream.
+        message = {"jsonrpc": "2.0", "method": "gateway/parts", "params": {"requestId": request_id, "parts": parts}}
+        self.server.protocol._send_data(message)
 
-    def count_tokens(self, params: Any) -> dict[str, Any]:
+    async def count_tokens(self, params: Any) -> dict[str, Any]:
         request = validated(CountParams, params)
+        if self.tokenizer_load is not None and not self.tokenizer_load.done():
+            await asyncio.shield(self.tokenizer_load)  # a cancelled count must not cancel the load
         counts = [
             count_text(request.model, item) if isinstance(item, str) else count_message(request.model, item)
             for item in request.texts
@@ -241,13 +216,12 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
         settings: dict[str, Any] = raw_settings if isinstance(raw_settings, dict) else {}
         base_url = options.get("baseUrl") if isinstance(options.get("baseUrl"), str) else None
         sidecar.apply(settings, base_url)
-        # Loaded here, before any chat: building the BPE holds the GIL for ~0.2 s, which in a
-        # background thread would delay a cancel or the first part of an answer.
-        encoding(encoding_name_for(""))
+        # Off the path of the first answer; counts wait for it (rfcs/0005-performance.md).
+        sidecar.tokenizer_load = asyncio.ensure_future(asyncio.to_thread(encoding, encoding_name_for("")))
 
     server.feature("gateway/models")(rpc_errors(sidecar, sidecar.models_list))
     server.feature("gateway/chat")(rpc_errors(sidecar, sidecar.chat))
-    server.feature("gateway/countTokens")(rpc_errors(sidecar, _sync(sidecar.count_tokens)))
+    server.feature("gateway/countTokens")(rpc_errors(sidecar, sidecar.count_tokens))
     server.feature("gateway/configure")(rpc_errors(sidecar, _sync(sidecar.configure)))
     return server, sidecar
 

@@ -63,7 +63,10 @@ def _build(name: str) -> tiktoken.Encoding:
         spec = getattr(openai_public, name)()
     finally:
         openai_public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(**spec)
+    built = tiktoken.Encoding(**spec)
+    # We only encode, and the Rust core keeps its own copy of the ranks: the Python dict is ~23 MB.
+    built._mergeable_ranks = {}
+    return built
 
 
 def shipped_ranks(name: str) -> dict[bytes, int]:
