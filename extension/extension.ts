@@ -6,9 +6,10 @@ import * as vscode from 'vscode';
 import { LanguageClient, State } from 'vscode-languageclient/node';
 import { GatewayChatError, MANAGE_KEY, offerAction } from './errors';
 import { GatewayChatProvider, ModelEntry } from './provider';
-import { PartsRouter, Rpc } from './rpc';
+import { Calibration, PartsRouter, Rpc } from './rpc';
 import { SetupError, sidecarPython } from './setup';
 import { UsageStatus } from './status';
+import { SavedCounts, toolStrings } from './tokens';
 import type { ThinkingMode } from './wire';
 
 const VENDOR = 'vercel-ai-gateway';
@@ -21,6 +22,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const sidecar = new SidecarConnection(context, log);
   const keys = new KeyStore(context.secrets);
   const cacheFile = path.join(context.globalStorageUri.fsPath, 'models.json');
+  const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const provider = new GatewayChatProvider(sidecar, {
     apiKey: () => keys.get(),
     askForKey: () => keys.prompt(),
@@ -29,8 +31,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     saveCache: (models) => writeJson(cacheFile, models),
     onUsage: (model, usage) => status.show(model, usage),
     onError: (error) => offerAction(error, (action) => runAction(action, error)),
+    toolStrings: () => toolStrings(vscode.lm.tools),
     log,
   });
+  sidecar.onCalibration((calibration) => provider.tokens.setFactor(calibration.model, calibration.factor));
+  provider.tokens.restore(await readJson<Partial<SavedCounts>>(countsFile, {}));
+  const saveCounts = () => {
+    const snapshot = provider.tokens.snapshot();
+    return snapshot ? writeJson(countsFile, snapshot) : Promise.resolve();
+  };
+  const saver = setInterval(() => void saveCounts(), 10_000);
   const runAction = (action: string, _error: GatewayChatError) =>
     void vscode.commands.executeCommand(action === MANAGE_KEY ? 'vercelAiGateway.manage' : 'vercelAiGateway.showLogs');
 
@@ -39,6 +49,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     status,
     sidecar,
     vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
+    { dispose: () => (clearInterval(saver), void saveCounts()) },
     keys.onDidChange(() => provider.notifyChanged()),
     vscode.commands.registerCommand('vercelAiGateway.manage', () => keys.manage()),
     vscode.commands.registerCommand('vercelAiGateway.refreshModels', () => provider.refresh()),
@@ -54,9 +65,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 export function deactivate(): void {}
 
 /** The sidecar settings, named as rfcs/0003-rpc-contract.md lists them. */
-function sidecarSettings(): Record<string, unknown> {
+function sidecarSettings(stateDir: string): Record<string, unknown> {
   const c = vscode.workspace.getConfiguration(SECTION);
   return {
+    stateDir,
     baseUrl: c.get('baseUrl'),
     reasoningEffort: c.get('reasoningEffort'),
     reasoningEffortByModel: c.get('reasoningEffortByModel'),
@@ -75,12 +87,19 @@ function sidecarSettings(): Record<string, unknown> {
 class SidecarConnection implements Rpc, vscode.Disposable {
   private client: LanguageClient | undefined;
   private readonly router = new PartsRouter();
+  private readonly stateDir: string;
   private starting: Promise<LanguageClient> | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
     private readonly log: vscode.LogOutputChannel,
-  ) {}
+  ) {
+    this.stateDir = context.globalStorageUri.fsPath;
+  }
+
+  onCalibration(handler: (calibration: Calibration) => void): void {
+    this.router.onCalibration = handler;
+  }
 
   async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
     const client = await this.ready();
@@ -93,7 +112,7 @@ class SidecarConnection implements Rpc, vscode.Disposable {
   }
 
   async configure(): Promise<void> {
-    if (this.client?.state === State.Running) await this.client.sendRequest('gateway/configure', { settings: sidecarSettings() });
+    if (this.client?.state === State.Running) await this.client.sendRequest('gateway/configure', { settings: sidecarSettings(this.stateDir) });
   }
 
   async restart(): Promise<void> {
@@ -121,7 +140,7 @@ class SidecarConnection implements Rpc, vscode.Disposable {
       { command: python, args: ['-m', 'gateway_lm', 'serve'], options: { env: { ...process.env, PYTHONUTF8: '1' } } },
       {
         outputChannel: this.log,
-        initializationOptions: { settings: sidecarSettings() },
+        initializationOptions: { settings: sidecarSettings(this.stateDir) },
         connectionOptions: { maxRestartCount: 4 },
       },
     );

@@ -27,6 +27,8 @@ export interface ProviderHooks {
   saveCache(models: ModelEntry[]): Promise<void>;
   onUsage(model: ModelEntry | undefined, usage: Usage): void;
   onError(error: GatewayChatError): void;
+  /** The strings of the tools Copilot will offer (from vscode.lm.tools), counted before it asks. */
+  toolStrings(): string[];
   log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error'>;
 }
 
@@ -37,7 +39,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   readonly onDidChangeLanguageModelChatInformation = this.changed.event;
   private models: ModelEntry[] = [];
   private refreshing: Promise<void> | undefined;
-  private readonly tokens: TokenCounter;
+  readonly tokens: TokenCounter;
+  private readonly prefetched = new Map<string, Promise<void>>(); // model → prefetch of the current tools
 
   constructor(
     private readonly rpc: Rpc,
@@ -108,6 +111,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       if (token.isCancellationRequested || isCancellation(error)) return;
       const failure = fromRpcError(error);
       this.hooks.log.error(`${model.id}: ${failure.kind}: ${failure.message}`);
+      if (failure.kind === 'context_overflow') void this.refresh(); // the sidecar learned the real limit
       this.hooks.onError(failure);
       throw failure;
     } finally {
@@ -115,12 +119,27 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     }
   }
 
-  provideTokenCount(
+  async provideTokenCount(
     model: vscode.LanguageModelChatInformation,
     text: string | vscode.LanguageModelChatRequestMessage,
     _token: vscode.CancellationToken,
   ): Promise<number> {
-    return this.tokens.count(model.id, typeof text === 'string' ? text : serializeMessage(text, false));
+    await this.prefetchTools(model.id);
+    if (typeof text === 'string') return this.tokens.count(model.id, text);
+    return this.tokens.countObject(model.id, text, () => serializeMessage(text, false));
+  }
+
+  /** Once per model and tool set: one batch for every tool string, instead of a round trip each. */
+  private prefetchTools(model: string): Promise<void> {
+    const strings = this.hooks.toolStrings();
+    const key = `${model}\u0000${strings.length}\u0000${strings[0] ?? ''}`;
+    const known = this.prefetched.get(key);
+    if (known) return known;
+    const done = this.tokens.prefetch(model, strings).catch(() => {
+      this.prefetched.delete(key); // try again next time; counting one by one still works
+    });
+    this.prefetched.set(key, done);
+    return done;
   }
 }
 

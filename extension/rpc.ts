@@ -9,8 +9,13 @@ export interface Rpc {
   onParts(requestId: string, handler: (parts: StreamPart[]) => void): Disposable;
 }
 
+export interface Calibration {
+  model: string;
+  factor: number;
+}
+
 interface NotificationSource {
-  onNotification(method: string, handler: (params: PartsNotification) => void): unknown;
+  onNotification(method: string, handler: (params: PartsNotification & Calibration) => void): unknown;
 }
 
 interface PartsNotification {
@@ -18,13 +23,16 @@ interface PartsNotification {
   parts: StreamPart[];
 }
 
-/** One `gateway/parts` subscription on the connection, dispatching to the request it belongs to. */
+/** The sidecar's notifications: `gateway/parts` to the request they belong to, `gateway/calibration`
+ * to whoever counts tokens. */
 export class PartsRouter {
   private readonly handlers = new Map<string, (parts: StreamPart[]) => void>();
+  onCalibration: (calibration: Calibration) => void = () => undefined;
 
   /** Routes the notifications of a (re)started connection; subscriptions outlive connections. */
   attach(source: NotificationSource): void {
     source.onNotification('gateway/parts', (params) => this.handlers.get(String(params.requestId))?.(params.parts));
+    source.onNotification('gateway/calibration', (params) => this.onCalibration(params));
   }
 
   subscribe(requestId: string, handler: (parts: StreamPart[]) => void): Disposable {

@@ -1,5 +1,8 @@
 // provideTokenCount is called thousands of times per agent iteration, one await at a time: answer
-// repeats from memory, and send the misses that arrive together as one gateway/countTokens call.
+// repeats from memory (kept across restarts), learn the tool strings before Copilot asks, and send
+// misses that arrive together as one gateway/countTokens call. Counts are exact tiktoken counts,
+// scaled by the per-model calibration the sidecar learns (rfcs/0004-token-accounting.md).
+import { createHash } from 'node:crypto';
 import type { Rpc } from './rpc';
 import type { WireMessage } from './wire';
 
@@ -11,9 +14,20 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
+export interface SavedCounts {
+  plain: Record<string, number>;
+  hashed: Record<string, number>;
+}
+
 export class TokenCounter {
-  private readonly memo = new Map<string, number>();
+  private readonly memo = new Map<string, number>(); // model + NUL + text → exact count
+  private persisted = new Map<string, number>(); // sha1 of the same key → exact count, from disk
+  private readonly public = new Set<string>(); // keys of tool strings: safe to keep as plain text
+  private readonly factors = new Map<string, number>();
+  // Copilot asks about the same message object up to three times per iteration: skip re-serialising.
+  private readonly byObject = new WeakMap<object, Map<string, number>>();
   private pending: Pending[] = [];
+  private dirty = false;
 
   constructor(
     private readonly rpc: Rpc,
@@ -22,11 +36,76 @@ export class TokenCounter {
 
   count(model: string, item: string | WireMessage): Promise<number> {
     const key = `${model}\u0000${typeof item === 'string' ? item : JSON.stringify(item)}`;
-    const known = this.memo.get(key);
-    if (known !== undefined) return Promise.resolve(known);
-    return new Promise((resolve, reject) => {
+    const known = this.memo.get(key) ?? this.fromDisk(key);
+    if (known !== undefined) return Promise.resolve(this.scaled(model, known));
+    return this.ask(model, item, key).then((exact) => this.scaled(model, exact));
+  }
+
+  private ask(model: string, item: string | WireMessage, key: string): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
       if (this.pending.push({ model, item, key, resolve, reject }) === 1) queueMicrotask(() => void this.flush());
     });
+  }
+
+  countObject(model: string, object: object, serialize: () => WireMessage): Promise<number> {
+    const known = this.byObject.get(object)?.get(model);
+    if (known !== undefined) return Promise.resolve(this.scaled(model, known));
+    const item = serialize();
+    const key = `${model}\u0000${JSON.stringify(item)}`;
+    const exact = this.memo.get(key) ?? this.fromDisk(key);
+    const counted = exact !== undefined ? Promise.resolve(exact) : this.ask(model, item, key);
+    return counted.then((count) => {
+      const perModel = this.byObject.get(object) ?? new Map<string, number>();
+      perModel.set(model, count);
+      this.byObject.set(object, perModel);
+      return this.scaled(model, count);
+    });
+  }
+
+  /** Counts strings before they are asked for (the tools' names, descriptions and schemas). */
+  async prefetch(model: string, texts: Iterable<string>): Promise<void> {
+    const keys = [...new Set(texts)].map((t) => [t, `${model}\u0000${t}`] as const);
+    keys.forEach(([, key]) => this.public.add(key));
+    const missing = keys.filter(([, key]) => !this.memo.has(key) && this.fromDisk(key) === undefined);
+    if (missing.length) await Promise.all(missing.map(([t]) => this.count(model, t)));
+  }
+
+  setFactor(model: string, factor: number): void {
+    this.factors.set(model, factor);
+  }
+
+  /** What to write to disk: tool strings as they are (public, and read back without hashing),
+   * everything else hashed, so no prompt text is stored. */
+  snapshot(): SavedCounts | undefined {
+    if (!this.dirty) return undefined;
+    this.dirty = false;
+    const plain: Record<string, number> = {};
+    const hashed: Record<string, number> = Object.fromEntries(this.persisted);
+    for (const [key, count] of this.memo) {
+      if (this.public.has(key)) plain[key] = count;
+      else hashed[hash(key)] = count;
+    }
+    return { plain, hashed };
+  }
+
+  restore(saved: Partial<SavedCounts>): void {
+    for (const [key, count] of Object.entries(saved.plain ?? {})) {
+      this.memo.set(key, count);
+      this.public.add(key);
+    }
+    this.persisted = new Map(Object.entries(saved.hashed ?? {}));
+  }
+
+  private scaled(model: string, exact: number): number {
+    const factor = this.factors.get(model) ?? 1;
+    return factor === 1 ? exact : Math.round(exact * factor);
+  }
+
+  private fromDisk(key: string): number | undefined {
+    if (this.persisted.size === 0) return undefined;
+    const count = this.persisted.get(hash(key));
+    if (count !== undefined) this.remember(key, count, false);
+    return count;
   }
 
   private async flush(): Promise<void> {
@@ -39,7 +118,7 @@ export class TokenCounter {
           texts: group.map((p) => p.item),
         });
         group.forEach((p, i) => {
-          this.remember(p.key, counts[i]);
+          this.remember(p.key, counts[i], true);
           p.resolve(counts[i]);
         });
       } catch (error) {
@@ -48,17 +127,43 @@ export class TokenCounter {
     }
   }
 
-  private remember(key: string, count: number): void {
+  private remember(key: string, count: number, fresh: boolean): void {
     if (this.memo.size >= this.capacity) {
       const oldest = this.memo.keys().next().value;
       if (oldest !== undefined) this.memo.delete(oldest);
     }
     this.memo.set(key, count);
+    this.dirty ||= fresh;
   }
+}
+
+function hash(key: string): string {
+  return createHash('sha1').update(key).digest('base64');
 }
 
 function groupByModel(batch: Pending[]): Map<string, Pending[]> {
   const groups = new Map<string, Pending[]>();
   for (const p of batch) groups.set(p.model, [...(groups.get(p.model) ?? []), p]);
   return groups;
+}
+
+/** The strings Copilot asks counts for when it budgets tools: name, description, and every key and
+ * string value of the input schema, walked recursively. */
+export function toolStrings(tools: readonly { name: string; description: string; inputSchema?: object | undefined }[]): string[] {
+  const out: string[] = [];
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string') out.push(value);
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === 'object') {
+      for (const [key, inner] of Object.entries(value)) {
+        out.push(key);
+        walk(inner);
+      }
+    }
+  };
+  for (const tool of tools) {
+    out.push(tool.name, tool.description);
+    walk(tool.inputSchema ?? {});
+  }
+  return out;
 }

@@ -267,6 +267,12 @@ def tool_outputs(body: dict[str, Any]) -> list[str]:
 
 def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
     created = {"type": "response.created", "response": response_obj("in_progress")}
+    if scenario == "overflow":
+        body_text = (
+            '{"error":{"message":"prompt is too long: 210000 tokens > 200000 maximum","type":"invalid_request_error"}}'
+        )
+        h._raw(400, body_text.encode(), "application/json")
+        return
     if scenario == "ratelimit-noheader":
         h._raw(429, ERRORS[429][0].encode(), "application/json")
         return
@@ -311,6 +317,15 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         h._send(entry, events[:2])  # the item, then the first delta
         time.sleep(0.02)
         h._send(entry, [*events[2:], completed()])
+        return
+    if scenario.startswith("calibrate:"):
+        # A provider whose tokenizer counts `ratio` times what ours does.
+        from gateway_lm.tokens import count_request
+
+        reported = round(float(scenario.partition(":")[2]) * count_request(body, str(body.get("model"))))
+        usage = {**USAGE, "input_tokens": reported, "total_tokens": reported + 7}
+        done = {"type": "response.completed", "response": response_obj("completed", usage=usage)}
+        h._send(entry, [created, *text_events(ANSWER), done])
         return
     if scenario == "huge-event":
         h._send(entry, [created, *text_events(["x" * 5_000_000]), completed()])

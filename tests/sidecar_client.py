@@ -47,6 +47,7 @@ class Sidecar:
                 initialization_options={"baseUrl": base_url, "settings": settings or {}},
             )
         )
+        self.client.initialized(types.InitializedParams())
         # As Copilot does before its first chat: the first count waits for the tokenizer to load.
         await self.request("gateway/countTokens", {"model": "openai/gpt-5", "texts": [""]})
 

@@ -57,7 +57,7 @@ def test_request_estimate_is_close_to_reported_usage(name: str) -> None:
     body = json.loads((FANTASY / f"{name}.request.json").read_text())
     estimate = count_request(body, str(body["model"]))
     real = real_input_tokens(name)
-    assert abs(estimate - real) / real <= 0.15, (estimate, real)
+    assert abs(estimate - real) / real <= 0.03, (estimate, real)
 
 
 def test_count_cli_prints_one_integer() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from .adapt import StreamAdapter
 from .client import GatewayClient
@@ -18,6 +19,7 @@ class ChatOutcome:
     usage: UsagePart | None = None
     finish_reason: FinishReason | None = None
     response_id: str | None = None
+    body: dict[str, Any] | None = None  # the request as sent, for calibration
 
 
 async def stream_chat(
@@ -30,6 +32,8 @@ async def stream_chat(
     """Batches of parts, one per network read that produced any. Raises GatewayError."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names)
+    if outcome is not None:
+        outcome.body = body
     adapter = StreamAdapter(names)
     events = client.stream_events(body, api_key)
     try:

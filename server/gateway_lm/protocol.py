@@ -122,6 +122,7 @@ class Settings(BaseModel):
     maxRetries: int = 2
     caBundle: str | None = None
     logLevel: str = "info"
+    stateDir: str | None = None  # where the sidecar keeps what it learns (the extension's storage)
 
 
 class ChatRequest(BaseModel):

@@ -5,25 +5,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 import cattrs
 from lsprotocol import types
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
 from . import __version__
+from .accounting import Accounting
 from .client import GatewayClient
 from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
-from .models import ModelInfo, catalogue
+from .models import ModelInfo, catalogue, input_budget
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
 from .protocol import ChatRequest, MessageIn, PartOut, Settings
-from .tokens import count_message, count_text, encoding, encoding_name_for
+from .tokens import count_message, count_request, count_text, encoding, encoding_name_for
 
 log = logging.getLogger("gateway_lm.rpc")
 GATEWAY_ERROR = -32000
@@ -70,6 +73,7 @@ class Sidecar:
         self.settings = Settings()
         self.client = GatewayClient(self.settings)
         self.models: dict[str, ModelInfo] = {}
+        self.accounting = Accounting()
         self._background: set[asyncio.Future[None]] = set()
         self.tokenizer_load: asyncio.Future[Any] | None = None  # started at initialize
 
@@ -84,6 +88,8 @@ class Sidecar:
             getattr(new, f) != getattr(self.settings, f)
             for f in ("baseUrl", "connectTimeout", "idleTimeout", "caBundle")
         )
+        if new.stateDir != self.settings.stateDir:
+            self.accounting = Accounting(new.stateDir)
         self.settings = new
         configure(ClientLogHandler(self.redact, self._log_to_client), new.logLevel)
         if transport_changed:
@@ -101,10 +107,17 @@ class Sidecar:
 
     async def models_list(self, params: Any) -> dict[str, Any]:
         raw = await self.client.list_models(_api_key(params))
-        models = catalogue(raw, self.settings.outputReservation)
+        models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
         return {"models": [picker_entry(m) for m in models]}
+
+    def _with_learned_limit(self, model: ModelInfo) -> ModelInfo:
+        limit = self.accounting.limits.get(model.id)
+        if limit is None:
+            return model
+        budget = input_budget(limit, model.maxOutputTokens, self.settings.outputReservation)
+        return model.model_copy(update={"maxInputTokens": min(model.maxInputTokens, budget)})
 
     async def chat(self, params: Any) -> dict[str, Any]:
         request = validated(ChatParams, params)
@@ -129,8 +142,41 @@ class Sidecar:
         except asyncio.CancelledError:
             log.info("chat %s cancelled", request.requestId)  # nothing is sent after this
             raise
+        except GatewayError as error:
+            if error.kind == "context_overflow":
+                self._learn_limit(request.model, error)
+            raise
+        self._calibrate_later(request.model, outcome)
         log.info("chat %s finished: %s, usage %s", request.requestId, outcome.finish_reason, outcome.usage)
         return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
+
+    def _learn_limit(self, model: str, error: GatewayError) -> None:
+        limit = self.accounting.learn_limit(model, error.message)
+        if limit is not None:
+            error.message += (
+                f" The model's limit is {limit:,} tokens; the model list now says so, and VS Code will"
+                " summarise the conversation before it gets that long."
+            )
+
+    def _calibrate_later(self, model: str, outcome: ChatOutcome) -> None:
+        """Compares our estimate of the request with the reported input tokens, off the answer's path."""
+        if outcome.usage is None or outcome.body is None:
+            return
+        body, reported = outcome.body, outcome.usage["inputTokens"]
+
+        async def calibrate() -> None:
+            estimate = await asyncio.to_thread(count_request, body, model)
+            factor = self.accounting.observe(model, estimate, reported)
+            if factor is not None:
+                self.notify_calibration(model, factor)
+
+        task = asyncio.ensure_future(calibrate())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def notify_calibration(self, model: str, factor: float) -> None:
+        message = {"jsonrpc": "2.0", "method": "gateway/calibration", "params": {"model": model, "factor": factor}}
+        self.server.protocol._send_data(message)
 
     def _notify_parts(self, request_id: str | int, parts: list[PartOut]) -> None:
         # A plain dict straight to pygls' writer: `notify()` would first wrap it in an attrs message
@@ -219,6 +265,11 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
         # Off the path of the first answer; counts wait for it (rfcs/0005-performance.md).
         sidecar.tokenizer_load = asyncio.ensure_future(asyncio.to_thread(encoding, encoding_name_for("")))
 
+    @server.feature(types.INITIALIZED)
+    def on_initialized(_: types.InitializedParams) -> None:
+        for model, factor in sidecar.accounting.factors.items():  # what earlier sessions learned
+            sidecar.notify_calibration(model, factor)
+
     server.feature("gateway/models")(rpc_errors(sidecar, sidecar.models_list))
     server.feature("gateway/chat")(rpc_errors(sidecar, sidecar.chat))
     server.feature("gateway/countTokens")(rpc_errors(sidecar, sidecar.count_tokens))
@@ -231,4 +282,26 @@ def serve() -> None:
     sys.stdout = sys.stderr  # a stray print must never corrupt the JSON-RPC stream
     configure(logging.StreamHandler(sys.stderr), "info")
     server, _ = build_server()
-    server.start_io(sys.stdin.buffer, rpc_out)
+    try:
+        asyncio.run(_serve_stdio(server, rpc_out))
+    except (BrokenPipeError, KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
+
+
+async def _serve_stdio(server: LanguageServer, rpc_out: BinaryIO) -> None:
+    """pygls' message loop on an asyncio pipe reader. pygls' own stdin reader hands every read to
+    a thread pool, which doubles the cost of each small request (a token count) (rfcs/0005)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 26)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    server._stop_event = threading.Event()
+    server.protocol.set_writer(StdoutWriter(rpc_out))
+    await run_async(
+        stop_event=server._stop_event,
+        reader=reader,
+        protocol=server.protocol,
+        logger=logging.getLogger("pygls"),
+        error_handler=server.report_server_error,
+    )

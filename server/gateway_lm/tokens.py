@@ -29,6 +29,10 @@ TOOLS_OVERHEAD = 12  # the namespace wrapper around function definitions
 TOOL_OVERHEAD = 8
 PROPERTY_OVERHEAD = 3
 CALL_OVERHEAD = 7  # a function call or its output, as an item of the conversation
+# OpenAI's reasoning models (gpt-5, o-series) add a preamble and a little per conversation item;
+# fitted on the recorded requests in tests/fixtures/fantasy (rfcs/0004-token-accounting.md).
+REASONING_PREAMBLE = 5
+REASONING_ITEM_EXTRA = 3
 IMAGE_TOKENS = 768  # a typical image at detail "auto"; providers differ, calibration corrects it
 
 _lock = threading.Lock()
@@ -106,17 +110,25 @@ def _count_part(model: str, part: Any) -> int:
     return 0
 
 
+def is_reasoning_family(model: str) -> bool:
+    short = model.rsplit("/", 1)[-1].lower()
+    return short.startswith(("gpt-5", "o1", "o3", "o4"))
+
+
 def count_request(body: dict[str, Any], model: str) -> int:
     """Estimated input tokens of an OpenResponses request body, as the gateway would report them."""
-    total = REQUEST_OVERHEAD
+    total = REQUEST_OVERHEAD + (REASONING_PREAMBLE if is_reasoning_family(model) else 0)
     instructions = body.get("instructions")
     if isinstance(instructions, str) and instructions:
         total += MESSAGE_OVERHEAD + count_text(model, instructions)
     items = body.get("input")
     if isinstance(items, str):
         total += MESSAGE_OVERHEAD + count_text(model, items)
+    extra = REASONING_ITEM_EXTRA if is_reasoning_family(model) else 0
     for item in items if isinstance(items, list) else []:
         total += _count_item(model, item)
+        if extra and isinstance(item, dict) and str(item.get("type", "")).startswith("function_call"):
+            total += extra
     total += count_tools(model, body.get("tools"))
     return total
 

@@ -31,6 +31,9 @@ from .toolnames import ToolNameMap
 
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."
 EMPTY_OUTPUT = "(the tool returned no output)"
+# Copilot's conversation-compaction request: its system prompt and its last user message.
+SUMMARY_SYSTEM_MARKER = "create a comprehensive, detailed summary"
+SUMMARY_USER_MARKER = "summarize the conversation history"
 _TEXT_DATA_TYPES = ("text/", "application/json")
 
 Item = dict[str, Any]
@@ -49,6 +52,11 @@ def build_request(request: ChatRequest, settings: Settings, names: ToolNameMap) 
     if request.tools:
         body["tools"] = [translate_tool(tool.name, tool.description, tool.inputSchema, names) for tool in request.tools]
         body["tool_choice"] = "required" if request.toolMode == TOOL_MODE_REQUIRED else "auto"
+        if is_summarisation_turn(request.messages):
+            # Models asked to summarise sometimes call tools instead, and Copilot loops. The
+            # definitions stay (Anthropic rejects a history of tool calls without them); the
+            # model is just not allowed to call any.
+            body["tool_choice"] = "none"
     body.update(options_from_settings(request.model, settings))
     return body
 
@@ -85,6 +93,14 @@ def translate_tool(name: str, description: str, schema: dict[str, Any] | None, n
         "parameters": schema if schema is not None else {"type": "object", "properties": {}},
         "strict": False,
     }
+
+
+def is_summarisation_turn(messages: list[MessageIn]) -> bool:
+    """Copilot's "compacting conversation" request (rfcs/0004-token-accounting.md)."""
+    if any(m.role == ROLE_SYSTEM and SUMMARY_SYSTEM_MARKER in _joined_text(m).lower() for m in messages):
+        return True
+    last_user = next((m for m in reversed(messages) if m.role not in (ROLE_SYSTEM, ROLE_ASSISTANT)), None)
+    return last_user is not None and _joined_text(last_user).lstrip().lower().startswith(SUMMARY_USER_MARKER)
 
 
 def collect_instructions(messages: list[MessageIn]) -> str:

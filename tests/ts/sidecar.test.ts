@@ -51,6 +51,7 @@ before(async () => {
     saveCache: async () => undefined,
     onUsage: (_model, usage) => usages.push(usage),
     onError: (error) => errors.push(error),
+    toolStrings: () => ['read_file', 'Read a file', 'path'],
     log: { info() {}, warn() {}, error() {} },
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Rpc } from '../../extension/rpc';
-import { TokenCounter } from '../../extension/tokens';
+import { TokenCounter, toolStrings } from '../../extension/tokens';
 
 function countingRpc(): { rpc: Rpc; calls: unknown[] } {
   const calls: unknown[] = [];
@@ -49,4 +49,53 @@ test('memory is bounded', async () => {
   for (const t of ['a', 'b', 'c']) await counter.count('m', t);
   const memo = (counter as unknown as { memo: Map<string, number> }).memo;
   assert.equal(memo.size, 2);
+});
+
+test('prefetch counts every tool string in one request; the walk is then answered from memory', async () => {
+  const { rpc, calls } = countingRpc();
+  const counter = new TokenCounter(rpc);
+  const strings = toolStrings([{ name: 'read_file', description: 'Read', inputSchema: { type: 'object', properties: { path: { type: 'string', enum: ['a', 'b'] } } } }]);
+  assert.deepEqual(strings, ['read_file', 'Read', 'type', 'object', 'properties', 'path', 'type', 'string', 'enum', 'a', 'b']);
+  await counter.prefetch('m', strings);
+  assert.equal(calls.length, 1);
+  for (const s of strings) await counter.count('m', s);
+  assert.equal(calls.length, 1);
+});
+
+test('calibration scales counts per model; exact counts stay in memory', async () => {
+  const { rpc } = countingRpc();
+  const counter = new TokenCounter(rpc);
+  assert.equal(await counter.count('claude', 'x'.repeat(100)), 100);
+  counter.setFactor('claude', 1.3);
+  assert.equal(await counter.count('claude', 'x'.repeat(100)), 130);
+  assert.equal(await counter.count('gpt', 'x'.repeat(100)), 100);
+});
+
+test('counts survive a restart without a round trip, and keep no prompt text on disk', async () => {
+  const { rpc, calls } = countingRpc();
+  const first = new TokenCounter(rpc);
+  await first.count('m', 'a secret prompt');
+  await first.prefetch('m', ['read_file']);
+  const saved = first.snapshot()!;
+  assert.ok(!JSON.stringify(saved).includes('secret'), 'prompts are stored hashed');
+  assert.ok(JSON.stringify(saved).includes('read_file'), 'tool strings are kept as they are');
+  assert.equal(first.snapshot(), undefined, 'nothing new to save');
+  const second = new TokenCounter(rpc);
+  second.restore(JSON.parse(JSON.stringify(saved)));
+  assert.equal(await second.count('m', 'a secret prompt'), 15);
+  assert.equal(await second.count('m', 'read_file'), 9);
+  assert.equal(calls.length, 2, 'one count and one prefetch before the restart, none after');
+});
+
+test('same-length strings that differ only in the middle get their own counts', async () => {
+  const rpc: Rpc = {
+    async request<R>(_m: string, params: unknown): Promise<R> {
+      return { counts: (params as { texts: string[] }).texts.map((t) => (t.includes('MIDDLE') ? 7 : 3)) } as R;
+    },
+    onParts: () => ({ dispose() {} }),
+  };
+  const counter = new TokenCounter(rpc);
+  const a = 'p'.repeat(100) + 'MIDDLE' + 's'.repeat(100);
+  const b = 'p'.repeat(100) + 'xxxxxx' + 's'.repeat(100);
+  assert.deepEqual([await counter.count('m', a), await counter.count('m', b)], [7, 3]);
 });

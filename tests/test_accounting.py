@@ -1,0 +1,134 @@
+"""Token accounting: calibration, learned limits, summarisation turns (rfcs/0004-token-accounting.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from fake_gateway import FakeServer
+from gateway_lm.accounting import MAX_FACTOR, Accounting, limit_from_message
+from gateway_lm.protocol import ChatRequest, Settings
+from gateway_lm.toolnames import ToolNameMap
+from gateway_lm.translate import build_request
+from sidecar_client import Sidecar
+
+SUMMARY_SYSTEM = (
+    "Your task is to create a comprehensive, detailed summary of the entire conversation that captures all"
+    " essential information needed to seamlessly continue the work without any loss of context."
+)
+
+
+def test_first_observation_sets_the_factor_then_it_is_smoothed(tmp_path: Path) -> None:
+    accounting = Accounting(str(tmp_path))
+    assert accounting.observe("anthropic/claude", 1000, 1300) == 1.3
+    assert accounting.observe("anthropic/claude", 1000, 1100) == pytest.approx(1.2)
+    assert accounting.observe("anthropic/claude", 1000, 1200) is None  # unchanged: nothing to tell
+    assert Accounting(str(tmp_path)).factor("anthropic/claude") == pytest.approx(1.2)  # survives a restart
+
+
+def test_factors_are_bounded_and_tiny_requests_ignored(tmp_path: Path) -> None:
+    accounting = Accounting(str(tmp_path))
+    assert accounting.observe("m", 100, 100_000) == MAX_FACTOR
+    assert accounting.observe("n", 10, 40) is None and accounting.factor("n") == 1.0
+
+
+def test_learned_limits_persist(tmp_path: Path) -> None:
+    accounting = Accounting(str(tmp_path))
+    assert accounting.learn_limit("m", "prompt is too long: 210000 tokens > 200000 maximum") == 200000
+    assert accounting.learn_limit("m", "Input is too long for requested model.") is None
+    assert Accounting(str(tmp_path)).limits == {"m": 200000}
+    assert (
+        limit_from_message(
+            "The input token count (1,100,000) exceeds the maximum number of tokens allowed (1,048,576)."
+        )
+        == 1048576
+    )
+
+
+def test_unreadable_state_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "accounting.json").write_text("{not json")
+    assert Accounting(str(tmp_path)).factors == {}
+
+
+def summary_request(system: str | None, last_user: str) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": 3, "content": [{"type": "text", "value": system}]})
+    messages += [
+        {"role": 2, "content": [{"type": "toolCall", "callId": "c", "name": "read", "input": {}}]},
+        {"role": 1, "content": [{"type": "toolResult", "callId": "c", "content": [{"type": "text", "value": "x"}]}]},
+        {"role": 1, "content": [{"type": "text", "value": last_user}]},
+    ]
+    request = ChatRequest.model_validate(
+        {"model": "m", "messages": messages, "tools": [{"name": "read", "description": "", "inputSchema": {}}]}
+    )
+    return build_request(request, Settings(), ToolNameMap(["read"]))
+
+
+@pytest.mark.parametrize(
+    ("system", "last_user", "choice"),
+    [
+        (
+            SUMMARY_SYSTEM,
+            "Summarize the conversation history so far, paying special attention to the most recent",
+            "none",
+        ),
+        (None, "Summarize the conversation history so far.", "none"),
+        ("You are an expert AI programming assistant.", "Please summarize this file for me", "auto"),
+        (None, "What does the summary function do?", "auto"),
+    ],
+)
+def test_summarisation_turns_may_not_call_tools(system: str | None, last_user: str, choice: str) -> None:
+    body = summary_request(system, last_user)
+    assert body["tool_choice"] == choice
+    assert [t["name"] for t in body["tools"]] == ["read"]  # definitions stay: the history has tool calls
+
+
+async def test_sidecar_calibrates_persists_and_learns_limits(gateway: FakeServer, tmp_path: Path) -> None:
+    side = Sidecar()
+    calibrations: list[dict[str, Any]] = []
+    side.client.feature("gateway/calibration")(lambda params: calibrations.append(params))
+    await side.start(gateway.base_url, {"stateDir": str(tmp_path), "maxRetries": 0})
+    try:
+        long_text = "token accounting " * 100
+        params = {
+            "requestId": "c1",
+            "model": "fake/text",
+            "messages": [{"role": 1, "content": [{"type": "text", "value": f"[scenario:calibrate:1.3] {long_text}"}]}],
+        }
+        await side.request("gateway/chat", params)
+        for _ in range(100):
+            if calibrations:
+                break
+            await asyncio.sleep(0.02)
+        assert calibrations and calibrations[0]["model"] == "fake/text"
+        assert calibrations[0]["factor"] == pytest.approx(1.3, abs=0.01)
+        with pytest.raises(JsonRpcException) as caught:
+            await side.request(
+                "gateway/chat",
+                {
+                    **params,
+                    "requestId": "c2",
+                    "messages": [{"role": 1, "content": [{"type": "text", "value": "[scenario:overflow] hi"}]}],
+                },
+            )
+        assert caught.value.data["kind"] == "context_overflow"
+        assert "200,000 tokens" in caught.value.message
+        models = {m["id"]: m for m in (await side.request("gateway/models", {}))["models"]}
+        assert models["fake/text"]["maxInputTokens"] == 200000 - 16384
+        assert models["fake/tools"]["maxInputTokens"] == 128000 - 16384
+    finally:
+        await side.stop()
+    again = Sidecar()
+    remembered: list[dict[str, Any]] = []
+    again.client.feature("gateway/calibration")(lambda params: remembered.append(params))
+    await again.start(gateway.base_url, {"stateDir": str(tmp_path)})
+    try:
+        await asyncio.sleep(0.1)
+        assert remembered == [{"model": "fake/text", "factor": calibrations[0]["factor"]}]
+    finally:
+        await again.stop()
