@@ -19,8 +19,8 @@ const SECTION = 'vercelAiGateway';
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel('Vercel AI Gateway', { log: true });
   const status = new UsageStatus();
-  const sidecar = new SidecarConnection(context, log);
   const keys = new KeyStore(context.secrets);
+  const sidecar = new SidecarConnection(context, log, redacting(log, () => keys.known()));
   const cacheFile = path.join(context.globalStorageUri.fsPath, 'models.json');
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const provider = new GatewayChatProvider(sidecar, {
@@ -93,6 +93,7 @@ class SidecarConnection implements Rpc, vscode.Disposable {
   constructor(
     private readonly context: vscode.ExtensionContext,
     private readonly log: vscode.LogOutputChannel,
+    private readonly traceChannel: vscode.LogOutputChannel,
   ) {
     this.stateDir = context.globalStorageUri.fsPath;
   }
@@ -140,6 +141,8 @@ class SidecarConnection implements Rpc, vscode.Disposable {
       { command: python, args: ['-m', 'gateway_lm', 'serve'], options: { env: { ...process.env, PYTHONUTF8: '1' } } },
       {
         outputChannel: this.log,
+        // Message tracing prints request params, and gateway/chat carries the key.
+        traceOutputChannel: this.traceChannel,
         initializationOptions: { settings: sidecarSettings(this.stateDir) },
         connectionOptions: { maxRestartCount: 4 },
       },
@@ -170,11 +173,19 @@ class SidecarConnection implements Rpc, vscode.Disposable {
 class KeyStore {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
+  private readonly seen = new Set<string>();
 
   constructor(private readonly secrets: vscode.SecretStorage) {}
 
   async get(): Promise<string | undefined> {
-    return (await this.secrets.get(SECRET)) || process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN || undefined;
+    const key = (await this.secrets.get(SECRET)) || process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN || undefined;
+    if (key) this.seen.add(key);
+    return key;
+  }
+
+  /** Every key this session has handed out, for redaction. */
+  known(): readonly string[] {
+    return [...this.seen];
   }
 
   async prompt(): Promise<void> {
@@ -201,6 +212,30 @@ class KeyStore {
       this.changed.fire();
     }
   }
+}
+
+/** The log channel, for message traces, with every key this session used taken out. */
+function redacting(log: vscode.LogOutputChannel, secrets: () => readonly string[]): vscode.LogOutputChannel {
+  const clean = (text: string) => secrets().reduce((out, secret) => (secret.length >= 8 ? out.split(secret).join('[redacted]') : out), text);
+  return {
+    name: log.name,
+    get logLevel() {
+      return log.logLevel;
+    },
+    onDidChangeLogLevel: log.onDidChangeLogLevel,
+    trace: (message) => log.trace(clean(message)),
+    debug: (message) => log.debug(clean(message)),
+    info: (message) => log.info(clean(message)),
+    warn: (message) => log.warn(clean(message)),
+    error: (error) => log.error(clean(error instanceof Error ? error.message : error)),
+    append: (value) => log.append(clean(value)),
+    appendLine: (value) => log.appendLine(clean(value)),
+    replace: (value) => log.replace(clean(value)),
+    clear: () => log.clear(),
+    show: () => log.show(true),
+    hide: () => log.hide(),
+    dispose: () => undefined,
+  };
 }
 
 async function readJson<T>(file: string, fallback: T): Promise<T> {

@@ -16,6 +16,7 @@ const env = host.hostEnv(cache, dirs, { FAKE_GATEWAY_URL: gateway, AI_GATEWAY_AP
 host.writeSettings(dirs, {
   'vercelAiGateway.baseUrl': `${gateway}/v1`,
   'vercelAiGateway.logLevel': 'debug',
+  'vercelAiGateway.trace.server': 'verbose', // the most verbose logging a user can ask for
   'vercelAiGateway.maxRetries': 0,
   'workbench.startupEditor': 'none',
   'telemetry.telemetryLevel': 'off',
@@ -29,7 +30,7 @@ let code = 1;
 let browser;
 try {
   host.installVsix(cache, dirs, env, vsix);
-  await host.startCodeServer(cache, dirs, env, port);
+  await host.startCodeServer(cache, dirs, env, port, ['--log', 'trace']);
   browser = await host.launchBrowser();
   const page = await browser.newPage();
   const exited = new Promise((resolve) => page.exposeFunction('codeAutomationExit', (c) => resolve(c)));
@@ -40,6 +41,10 @@ try {
   const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 420_000));
   code = await Promise.race([exited, timeout]);
   await page.screenshot({ path: path.join(artifacts, 'api-tests.png') });
+  // remoteagent.log is VS Code's own: at trace level it dumps the environment the key came from.
+  const leaks = filesContaining(path.join(dirs.ud, 'logs'), env.AI_GATEWAY_API_KEY).filter((f) => !f.endsWith('remoteagent.log'));
+  console.log(`[api-test] the API key appears in ${leaks.length} log file(s)${leaks.length ? `: ${leaks.join(', ')}` : ''}`);
+  if (leaks.length && code === 0) code = 1;
   if (code !== 0) {
     console.log(`API tests failed (${code}); screenshot: ${path.join(artifacts, 'api-tests.png')}`);
     await host.printDiagnostics(dirs, gateway);
@@ -52,3 +57,14 @@ try {
   host.cleanup();
 }
 process.exit(code === 0 ? 0 : 1); // the test extension printed "[api-test] N passed, N failed"
+
+function filesContaining(dir, secret) {
+  const found = [];
+  const walk = (d) => fs.existsSync(d) && fs.readdirSync(d, { withFileTypes: true }).forEach((e) => {
+    const full = path.join(d, e.name);
+    if (e.isDirectory()) walk(full);
+    else if (fs.readFileSync(full, 'latin1').includes(secret)) found.push(path.relative(dir, full));
+  });
+  walk(dir);
+  return found;
+}

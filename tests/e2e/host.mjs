@@ -85,8 +85,8 @@ export function installVsix(cache, dirs, env, vsix) {
   });
 }
 
-export async function startCodeServer(cache, dirs, env, port) {
-  const args = ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext,
+export async function startCodeServer(cache, dirs, env, port, extra = []) {
+  const args = [...extra, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext,
     '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--vscode-option', 'enable-smoke-test-driver'];
   const child = start(`${cache}/code-server/node_modules/.bin/code-server`, args, { env, cwd: dirs.ws });
   const log = fs.createWriteStream(path.join(dirs.base, 'code-server.log'));
