@@ -224,3 +224,20 @@ def test_retry_after_forms() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert parse_retry_after("soon") is None
+
+
+async def test_an_unreadable_ca_bundle_falls_back_to_system_certificates(gateway: FakeServer) -> None:
+    parts, _ = await chat(settings_for(gateway, caBundle="/nonexistent/ca.pem"), "fake/text")
+    assert text_of(parts) == "Hello from the fake gateway."
+
+
+async def test_proxy_settings_come_from_the_environment(gateway: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A proxy that does not exist: requests fail, proving httpx took it from the environment;
+    # NO_PROXY for the gateway's host makes them work again.
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "")
+    error, _ = await failure(settings_for(gateway, maxRetries=0), "fake/text")
+    assert error.kind == "network"
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    parts, _ = await chat(settings_for(gateway), "fake/text")
+    assert text_of(parts) == "Hello from the fake gateway."

@@ -37,8 +37,12 @@ def resolve_api_key(explicit: str | None) -> str | None:
 
 
 def _verify(settings: Settings) -> ssl.SSLContext | bool:
+    """A custom CA bundle (corporate proxies); an unreadable one is reported, not fatal."""
     if settings.caBundle:
-        return ssl.create_default_context(cafile=settings.caBundle)
+        try:
+            return ssl.create_default_context(cafile=settings.caBundle)
+        except (OSError, ssl.SSLError) as error:
+            log.error("the CA bundle %s cannot be used (%s); using the system's certificates", settings.caBundle, error)
     return True
 
 

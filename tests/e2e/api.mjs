@@ -3,24 +3,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
 
-const python = process.env.GATEWAY_LM_PYTHON ?? path.join(host.ROOT, '.venv/bin/python');
-const vsix = path.join(host.ROOT, 'ai-gateway-lm.vsix');
-const artifacts = process.env.AI_GATEWAY_LM_ARTIFACTS ?? '/tmp/ai-gateway-lm-e2e';
-fs.mkdirSync(artifacts, { recursive: true });
-
-const cache = host.hostCache();
-const dirs = host.scratchDirs('api');
-const gateway = await host.startGateway(python);
-const port = await host.freePort();
-const env = host.hostEnv(cache, dirs, { FAKE_GATEWAY_URL: gateway, AI_GATEWAY_API_KEY: 'e2e-fake-key-0123456789' });
-host.writeSettings(dirs, {
-  'vercelAiGateway.baseUrl': `${gateway}/v1`,
-  'vercelAiGateway.logLevel': 'debug',
+const { cache, dirs, gateway, port, env } = await host.prepareRun('api', {
   'vercelAiGateway.trace.server': 'verbose', // the most verbose logging a user can ask for
   'vercelAiGateway.maxRetries': 0,
-  'workbench.startupEditor': 'none',
-  'telemetry.telemetryLevel': 'off',
 });
+const artifacts = host.ARTIFACTS;
+const vsix = host.VSIX;
 // The test extension is the one development extension; the provider is the installed VSIX.
 const devRoot = path.join(dirs.base, 'dev');
 fs.mkdirSync(devRoot);

@@ -28,6 +28,24 @@ function start(command, args, options) {
   return child;
 }
 
+export const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
+export const VSIX = path.join(ROOT, 'ai-gateway-lm.vsix');
+export const ARTIFACTS = process.env.AI_GATEWAY_LM_ARTIFACTS ?? '/tmp/ai-gateway-lm-e2e';
+export const FAKE_KEY = 'e2e-fake-key-0123456789';
+
+/** Everything a run needs before code-server starts: the cached host, scratch folders, the fake
+ * gateway, a port, the environment (the key arrives as a user's environment would bring it). */
+export async function prepareRun(name, settings) {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const cache = hostCache();
+  const dirs = scratchDirs(name);
+  const gateway = await startGateway(PYTHON);
+  const port = await freePort();
+  const env = hostEnv(cache, dirs, { FAKE_GATEWAY_URL: gateway, AI_GATEWAY_API_KEY: FAKE_KEY });
+  writeSettings(dirs, { 'vercelAiGateway.baseUrl': `${gateway}/v1`, 'vercelAiGateway.logLevel': 'debug', 'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', ...settings });
+  return { cache, dirs, gateway, port, env };
+}
+
 export function hostCache() {
   const out = execFileSync('bash', [path.join(ROOT, 'tests/e2e/setup-host.sh')], { stdio: ['ignore', 'pipe', 'inherit'] });
   return String(out).trim().split('\n').at(-1);

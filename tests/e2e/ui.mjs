@@ -4,25 +4,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
 
-const python = process.env.GATEWAY_LM_PYTHON ?? path.join(host.ROOT, '.venv/bin/python');
-const vsix = path.join(host.ROOT, 'ai-gateway-lm.vsix');
-const artifacts = process.env.AI_GATEWAY_LM_ARTIFACTS ?? '/tmp/ai-gateway-lm-e2e';
-fs.mkdirSync(artifacts, { recursive: true });
-
-const cache = host.hostCache();
-const dirs = host.scratchDirs('ui');
-const gateway = await host.startGateway(python);
-const port = await host.freePort();
-const env = host.hostEnv(cache, dirs, { AI_GATEWAY_API_KEY: 'e2e-fake-key-0123456789' });
-host.writeSettings(dirs, {
-  'vercelAiGateway.baseUrl': `${gateway}/v1`,
-  'vercelAiGateway.logLevel': 'debug',
+const { cache, dirs, gateway, port, env } = await host.prepareRun('ui', {
   'chat.byokUtilityModelDefault': 'none',
   'chat.agentHost.allowSignedOutWhenUsable': true,
-  'workbench.startupEditor': 'none',
-  'telemetry.telemetryLevel': 'off',
   'workbench.colorTheme': 'Default Dark Modern',
 });
+const artifacts = host.ARTIFACTS;
+const vsix = host.VSIX;
 const notes = path.join(dirs.ws, 'notes.txt');
 fs.writeFileSync(notes, 'The secret word is PINEAPPLE.\n');
 
