@@ -16,8 +16,10 @@ from typing import Any
 
 from .arguments import parse_arguments
 from .errors import GatewayError, error_from_stream, with_advice
-from .protocol import FinishReason, PartOut, ThinkingPart, ToolCallPart, UsagePart
+from .protocol import FinishReason, PartOut, ToolCallPart, UsagePart
+from .shown import Shown
 from .toolnames import ToolNameMap
+from .usage import usage_from
 
 Event = dict[str, Any]
 
@@ -61,9 +63,8 @@ class StreamAdapter:
         self._names = names or ToolNameMap([])
         self._items: dict[int | str, _Item] = {}
         self._index_of_id: dict[str, int | str] = {}
-        self._shown: dict[tuple[Any, ...], list[str]] = {}  # pieces already emitted per content slot
+        self._shown = Shown()
         self._emitted_calls: set[str] = set()
-        self._last_text_item: int | str | None = None
         self._error: GatewayError | None = None
         self._refused = False
         self._sequence_numbers: set[int] = set()
@@ -150,51 +151,27 @@ class StreamAdapter:
 
     # ---- text ----
 
-    def _emit_text(self, slot: tuple[Any, ...], delta: str) -> list[PartOut]:
-        if not delta:
-            return []
-        key = slot[0]
-        self._remember(slot, delta)
-        if self._last_text_item is not None and self._last_text_item != key:
-            delta = "\n\n" + delta  # two assistant messages (e.g. commentary, final answer)
-        self._last_text_item = key
-        return [{"type": "text", "value": delta}]
-
-    def _remember(self, slot: tuple[Any, ...], delta: str) -> None:
-        # A list, not `shown + delta`: re-copying a growing string per delta is quadratic.
-        pieces = self._shown.get(slot)
-        if pieces is None:
-            self._shown[slot] = [delta]
-        else:
-            pieces.append(delta)
-
-    def _missing(self, slot: tuple[Any, ...], full: Any) -> str:
-        if not isinstance(full, str):
-            return ""
-        shown = "".join(self._shown.get(slot, ()))
-        return full[len(shown) :] if full.startswith(shown) else ""
-
     def _on_text_delta(self, event: Event) -> list[PartOut]:
         delta = event.get("delta")
         if not isinstance(delta, str):
             return []
-        return self._emit_text((self._key(event), "t", event.get("content_index", 0)), delta)
+        return self._shown.text((self._key(event), "t", event.get("content_index", 0)), delta)
 
     def _on_text_done(self, event: Event) -> list[PartOut]:
         slot = (self._key(event), "t", event.get("content_index", 0))
-        return self._emit_text(slot, self._missing(slot, event.get("text")))
+        return self._shown.text(slot, self._shown.missing(slot, event.get("text")))
 
     def _on_refusal_delta(self, event: Event) -> list[PartOut]:
         self._refused = True
         delta = event.get("delta")
         if not isinstance(delta, str):
             return []
-        return self._emit_text((self._key(event), "t", event.get("content_index", 0)), delta)
+        return self._shown.text((self._key(event), "t", event.get("content_index", 0)), delta)
 
     def _on_refusal_done(self, event: Event) -> list[PartOut]:
         self._refused = True
         slot = (self._key(event), "t", event.get("content_index", 0))
-        return self._emit_text(slot, self._missing(slot, event.get("refusal")))
+        return self._shown.text(slot, self._shown.missing(slot, event.get("refusal")))
 
     def _message_leftovers(self, key: int | str, raw: dict[str, Any]) -> list[PartOut]:
         parts: list[PartOut] = []
@@ -206,17 +183,10 @@ class StreamAdapter:
             if piece.get("type") == "refusal":
                 self._refused = True
             slot = (key, "t", index)
-            parts.extend(self._emit_text(slot, self._missing(slot, full)))
+            parts.extend(self._shown.text(slot, self._shown.missing(slot, full)))
         return parts
 
     # ---- thinking ----
-
-    def _emit_thinking(self, slot: tuple[Any, ...], delta: str, item_id: str | None) -> list[PartOut]:
-        if not delta:
-            return []
-        self._remember(slot, delta)
-        part: ThinkingPart = {"type": "thinking", "value": delta, "id": item_id}
-        return [part]
 
     def _reasoning_slot(self, event: Event) -> tuple[Any, ...]:
         key = self._key(event)
@@ -236,19 +206,16 @@ class StreamAdapter:
         if not isinstance(delta, str):
             return []
         slot = self._reasoning_slot(event)
-        if slot[1] == "s" and slot not in self._shown and self._has_thinking(slot[0]):
+        if slot[1] == "s" and not self._shown.has(slot) and self._shown.has_thinking(slot[0]):
             delta = "\n\n" + delta  # a new summary paragraph
-        return self._emit_thinking(slot, delta, self._reasoning_id(event))
+        return self._shown.thinking(slot, delta, self._reasoning_id(event))
 
     def _on_reasoning_done(self, event: Event) -> list[PartOut]:
         slot = self._reasoning_slot(event)
-        return self._emit_thinking(slot, self._missing(slot, event.get("text")), self._reasoning_id(event))
-
-    def _has_thinking(self, key: int | str) -> bool:
-        return any(slot[0] == key and slot[1] in ("s", "r") for slot in self._shown)
+        return self._shown.thinking(slot, self._shown.missing(slot, event.get("text")), self._reasoning_id(event))
 
     def _reasoning_leftovers(self, key: int | str, raw: dict[str, Any]) -> list[PartOut]:
-        if self._has_thinking(key):
+        if self._shown.has_thinking(key):
             return []
         texts: list[str] = []
         for field in ("summary", "content"):
@@ -257,7 +224,7 @@ class StreamAdapter:
                 if isinstance(piece, dict) and isinstance(piece.get("text"), str) and piece["text"]:
                     texts.append(piece["text"])
         item_id = raw.get("id") if isinstance(raw.get("id"), str) else None
-        return self._emit_thinking((key, "r", "done"), "\n\n".join(texts), item_id)
+        return self._shown.thinking((key, "r", "done"), "\n\n".join(texts), item_id)
 
     # ---- function calls ----
 
@@ -371,27 +338,3 @@ class StreamAdapter:
         if self._refused:
             return "refusal"
         return "stop"
-
-
-def usage_from(raw: Any) -> UsagePart | None:
-    if not isinstance(raw, dict):
-        return None
-    input_tokens = _int(raw.get("input_tokens"))
-    output_tokens = _int(raw.get("output_tokens"))
-    total = _int(raw.get("total_tokens")) or input_tokens + output_tokens
-    input_details = raw.get("input_tokens_details")
-    output_details = raw.get("output_tokens_details")
-    cached = _int(input_details.get("cached_tokens")) if isinstance(input_details, dict) else 0
-    reasoning = _int(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else 0
-    return {
-        "type": "usage",
-        "inputTokens": input_tokens,
-        "outputTokens": output_tokens,
-        "totalTokens": total,
-        "cachedTokens": cached,
-        "reasoningTokens": reasoning,
-    }
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
