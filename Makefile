@@ -50,8 +50,8 @@ test-e2e: build
 # Regenerates the README's screenshots from a UI run.
 screenshots: build
 	node tests/e2e/ui.mjs
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-02-model-picker.png docs/model-picker.png
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-05-tool-round-trip.png docs/answer-and-status-bar.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-model-picker.png docs/model-picker.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-tool-round-trip.png docs/answer-and-status-bar.png
 
 test: lint test-python test-e2e test-node
 

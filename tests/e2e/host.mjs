@@ -35,13 +35,13 @@ export const FAKE_KEY = 'e2e-fake-key-0123456789';
 
 /** Everything a run needs before code-server starts: the cached host, scratch folders, the fake
  * gateway, a port, the environment (the key arrives as a user's environment would bring it). */
-export async function prepareRun(name, settings) {
+export async function prepareRun(name, settings, { keyInEnvironment = true } = {}) {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const cache = hostCache();
   const dirs = scratchDirs(name);
   const gateway = await startGateway(PYTHON);
   const port = await freePort();
-  const env = hostEnv(cache, dirs, { FAKE_GATEWAY_URL: gateway, AI_GATEWAY_API_KEY: FAKE_KEY });
+  const env = hostEnv(cache, dirs, { FAKE_GATEWAY_URL: gateway, ...(keyInEnvironment ? { AI_GATEWAY_API_KEY: FAKE_KEY } : {}) });
   writeSettings(dirs, { 'vercelAiGateway.baseUrl': `${gateway}/v1`, 'vercelAiGateway.logLevel': 'debug', 'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', ...settings });
   return { cache, dirs, gateway, port, env };
 }

@@ -8,7 +8,7 @@ const { cache, dirs, gateway, port, env } = await host.prepareRun('ui', {
   'chat.byokUtilityModelDefault': 'none',
   'chat.agentHost.allowSignedOutWhenUsable': true,
   'workbench.colorTheme': 'Default Dark Modern',
-});
+}, { keyInEnvironment: false }); // the key is typed in, as a new user would
 const artifacts = host.ARTIFACTS;
 const vsix = host.VSIX;
 const notes = path.join(dirs.ws, 'notes.txt');
@@ -92,6 +92,15 @@ try {
 
   await step('manage-models', async () => {
     await runCommand('Chat: Manage Language Models');
+    // A new user adds our provider (Add Models → Vercel AI Gateway). Without a key it asks for one
+    // in a password box and keeps it in SecretStorage.
+    await page.locator('.ai-models-management-editor').getByText('Add Models', { exact: true }).first().click({ timeout: 60_000 });
+    await page.getByText('Vercel AI Gateway', { exact: true }).first().click({ timeout: 30_000 });
+    const keyBox = page.locator('.quick-input-widget', { hasText: 'Vercel AI Gateway API key' });
+    await keyBox.waitFor({ timeout: 240_000 }); // first start: the sidecar sets itself up
+    assert.equal(await keyBox.locator('input').getAttribute('type'), 'password');
+    await keyBox.locator('input').fill(host.FAKE_KEY);
+    await page.keyboard.press('Enter');
     const row = page.locator('.ai-models-management-editor .models-model-row', { hasText: 'Fake Text' });
     await row.first().waitFor({ timeout: 240_000 }); // first start: the sidecar sets itself up
   });
@@ -123,6 +132,11 @@ try {
     await responses().last().getByText(/Completed \d+ steps?/).first().click();
     await responses().last().getByText(/Finished/).first().click();
     await responses().last().getByText('Thinking about it.', { exact: false }).first().waitFor({ timeout: 10_000 });
+  });
+
+  await step('key-from-secret-storage', async () => {
+    const log = await (await fetch(`${gateway}/_requests`)).json();
+    assert.ok(log.length > 0 && log.every((entry) => entry.authorization === `Bearer ${host.FAKE_KEY}`), 'every request carried the typed key');
   });
 
   await step('tool-round-trip', async () => {
