@@ -37,6 +37,7 @@ export const FAKE_KEY = 'e2e-fake-key-0123456789';
  * gateway, a port, the environment (the key arrives as a user's environment would bring it). */
 export async function prepareRun(name, settings, { keyInEnvironment = true } = {}) {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
+  for (const old of fs.readdirSync(ARTIFACTS).filter((f) => f.startsWith(name))) fs.rmSync(path.join(ARTIFACTS, old)); // no stale screenshots
   const cache = hostCache();
   const dirs = scratchDirs(name);
   const gateway = await startGateway(PYTHON);
