@@ -29,6 +29,13 @@ STREAMS = [
     if p.suffix in (".sse", ".jsonl")
 ]
 STREAMS = [s for s in STREAMS if 0 < len(s) <= 700]
+# Derandomised, so CI runs the same examples every time; no example database between runs.
+REPEATABLE = settings(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 OPS = ["reorder", "duplicate", "drop", "rotate", "corrupt", "truncate"]
 TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 
@@ -95,13 +102,7 @@ def completed_call_ids(events: list[Any]) -> set[str]:
     return ids
 
 
-@settings(
-    max_examples=10_000,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(REPEATABLE, max_examples=10_000)
 @given(mutated_streams())
 def test_adapter_properties_under_mutation(case: tuple[list[Any], list[Any], list[str]]) -> None:
     original, events, ops = case
@@ -130,13 +131,7 @@ def sse_body(events: list[dict[str, Any]], newline: str, comments: bool) -> byte
     return "".join(chunks).encode()
 
 
-@settings(
-    max_examples=2_000,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(REPEATABLE, max_examples=2_000)
 @given(
     stream=st.sampled_from(STREAMS),
     newline=st.sampled_from(["\n", "\r\n", "\r"]),
