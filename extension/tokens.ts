@@ -35,10 +35,14 @@ export class TokenCounter {
   ) {}
 
   count(model: string, item: string | WireMessage): Promise<number> {
-    const key = `${model}\u0000${typeof item === 'string' ? item : JSON.stringify(item)}`;
-    const known = this.memo.get(key) ?? this.fromDisk(key);
-    if (known !== undefined) return Promise.resolve(this.scaled(model, known));
-    return this.ask(model, item, key).then((exact) => this.scaled(model, exact));
+    const exact = this.exact(model, item);
+    return typeof exact === 'number' ? Promise.resolve(this.scaled(model, exact)) : exact.then((n) => this.scaled(model, n));
+  }
+
+  /** The exact count: from memory, from disk, or asked of the sidecar. */
+  private exact(model: string, item: string | WireMessage): number | Promise<number> {
+    const key = keyOf(model, item);
+    return this.memo.get(key) ?? this.fromDisk(key) ?? this.ask(model, item, key);
   }
 
   private ask(model: string, item: string | WireMessage, key: string): Promise<number> {
@@ -50,11 +54,7 @@ export class TokenCounter {
   countObject(model: string, object: object, serialize: () => WireMessage): Promise<number> {
     const known = this.byObject.get(object)?.get(model);
     if (known !== undefined) return Promise.resolve(this.scaled(model, known));
-    const item = serialize();
-    const key = `${model}\u0000${JSON.stringify(item)}`;
-    const exact = this.memo.get(key) ?? this.fromDisk(key);
-    const counted = exact !== undefined ? Promise.resolve(exact) : this.ask(model, item, key);
-    return counted.then((count) => {
+    return Promise.resolve(this.exact(model, serialize())).then((count) => {
       const perModel = this.byObject.get(object) ?? new Map<string, number>();
       perModel.set(model, count);
       this.byObject.set(object, perModel);
@@ -64,7 +64,7 @@ export class TokenCounter {
 
   /** Counts strings before they are asked for (the tools' names, descriptions and schemas). */
   async prefetch(model: string, texts: Iterable<string>): Promise<void> {
-    const keys = [...new Set(texts)].map((t) => [t, `${model}\u0000${t}`] as const);
+    const keys = [...new Set(texts)].map((t) => [t, keyOf(model, t)] as const);
     keys.forEach(([, key]) => this.public.add(key));
     const missing = keys.filter(([, key]) => !this.memo.has(key) && this.fromDisk(key) === undefined);
     if (missing.length) await Promise.all(missing.map(([t]) => this.count(model, t)));
@@ -135,6 +135,10 @@ export class TokenCounter {
     this.memo.set(key, count);
     this.dirty ||= fresh;
   }
+}
+
+function keyOf(model: string, item: string | WireMessage): string {
+  return `${model}\u0000${typeof item === 'string' ? item : JSON.stringify(item)}`;
 }
 
 function hash(key: string): string {

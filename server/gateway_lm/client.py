@@ -192,10 +192,10 @@ class GatewayClient:
         url = f"{self.base_url}/models"
         try:
             response = await self._http.get(url, headers=self._headers(api_key) | {"accept": "application/json"})
-        except httpx.TimeoutException:
-            raise GatewayError("timeout", with_advice("timeout", f"Listing models at {url} timed out")) from None
-        except httpx.HTTPError as exc:
-            raise GatewayError("network", with_advice("network", f"Cannot reach {url} ({exc})")) from None
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc) from None
+        except httpx.HTTPError as exc:  # e.g. an undecodable body
+            raise GatewayError("protocol", with_advice("protocol", f"{url} answered badly ({exc})")) from None
         if response.status_code != 200:
             raise error_from_response(response.status_code, response.content[:65536])
         try:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, BinaryIO
 
 import cattrs
@@ -25,7 +25,7 @@ from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
-from .protocol import ChatRequest, MessageIn, PartOut, Settings
+from .protocol import ChatRequest, MessageIn, Settings
 from .tokens import count_message, count_request, count_text, encoding, encoding_name_for
 
 log = logging.getLogger("gateway_lm.rpc")
@@ -71,7 +71,7 @@ class Sidecar:
         self.server = server
         self.redact = Redactor()
         self.settings = Settings()
-        self.client = GatewayClient(self.settings)
+        self._client: GatewayClient | None = None  # built by the first apply(): TLS setup costs ~50 ms
         self.models: dict[str, ModelInfo] = {}
         self.accounting = Accounting()
         self._background: set[asyncio.Future[None]] = set()
@@ -92,12 +92,29 @@ class Sidecar:
             self.accounting = Accounting(new.stateDir)
         self.settings = new
         configure(ClientLogHandler(self.redact, self._log_to_client), new.logLevel)
-        if transport_changed:
-            old, self.client = self.client, GatewayClient(new)
-            closing = asyncio.ensure_future(old.aclose())  # requests in flight finish on the old one
-            self._background.add(closing)
-            closing.add_done_callback(self._background.discard)
+        if self._client is None or transport_changed:
+            # Built here, at initialize, before the tokenizer loads: built later, it would compete
+            # with that load for the GIL on the way to the first answer.
+            old, self._client = self._client, GatewayClient(new)
+            if old is not None:
+                self._in_background(old.aclose())  # requests in flight finish on the old one
         log.info("settings applied (base URL %s)", new.baseUrl)
+
+    @property
+    def client(self) -> GatewayClient:
+        if self._client is None:
+            self._client = GatewayClient(self.settings)
+        return self._client
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _notify(self, method: str, params: dict[str, Any]) -> None:
+        # A plain dict straight to pygls' writer: `notify()` would first wrap it in an attrs message
+        # and have cattrs walk every part, which costs more than the rest of the stream.
+        self.server.protocol._send_data({"jsonrpc": "2.0", "method": method, "params": params})
 
     def _log_to_client(self, level: int, message: str) -> None:
         kind = _LSP_LEVELS.get(level, types.MessageType.Log)
@@ -138,7 +155,7 @@ class Sidecar:
             # One notification per network read: the parts of all events that arrived together,
             # sent at once (no timer, so an idle pipe adds no latency).
             async for parts in stream_chat(request, self.settings, self.client, request.apiKey, outcome):
-                self._notify_parts(request.requestId, parts)
+                self._notify("gateway/parts", {"requestId": request.requestId, "parts": parts})
         except asyncio.CancelledError:
             log.info("chat %s cancelled", request.requestId)  # nothing is sent after this
             raise
@@ -170,19 +187,10 @@ class Sidecar:
             if factor is not None:
                 self.notify_calibration(model, factor)
 
-        task = asyncio.ensure_future(calibrate())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._in_background(calibrate())
 
     def notify_calibration(self, model: str, factor: float) -> None:
-        message = {"jsonrpc": "2.0", "method": "gateway/calibration", "params": {"model": model, "factor": factor}}
-        self.server.protocol._send_data(message)
-
-    def _notify_parts(self, request_id: str | int, parts: list[PartOut]) -> None:
-        # A plain dict straight to pygls' writer: `notify()` would first wrap it in an attrs message
-        # and have cattrs walk every part, which costs more than the rest of the stream.
-        message = {"jsonrpc": "2.0", "method": "gateway/parts", "params": {"requestId": request_id, "parts": parts}}
-        self.server.protocol._send_data(message)
+        self._notify("gateway/calibration", {"model": model, "factor": factor})
 
     async def count_tokens(self, params: Any) -> dict[str, Any]:
         request = validated(CountParams, params)
