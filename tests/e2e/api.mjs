@@ -15,6 +15,7 @@ fs.mkdirSync(devRoot);
 fs.cpSync(path.join(host.ROOT, 'tests/e2e/api-tests'), path.join(devRoot, 'api-tests'), { recursive: true });
 
 let code = 1;
+const failures = []; // printed again after the diagnostics, where a CI log's tail shows them
 let browser;
 try {
   host.installVsix(cache, dirs, env, vsix);
@@ -22,7 +23,11 @@ try {
   browser = await host.launchBrowser();
   const page = await browser.newPage();
   const exited = new Promise((resolve) => page.exposeFunction('codeAutomationExit', (c) => resolve(c)));
-  page.on('console', (m) => m.text().includes('[api-test]') && console.log(m.text()));
+  page.on('console', (m) => {
+    if (!m.text().includes('[api-test]')) return;
+    console.log(m.text());
+    if (/not ok|passed, [1-9]/.test(m.text())) failures.push(m.text());
+  });
   const remote = `vscode-remote://127.0.0.1:${port}`;
   const payload = [['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`], ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`]];
   await page.goto(`http://127.0.0.1:${port}/?folder=${dirs.ws}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
@@ -38,12 +43,14 @@ try {
     await host.printDiagnostics(dirs, gateway);
   }
 } catch (error) {
-  console.log(`API test run broke: ${error.stack}`);
+  failures.push(`API test run broke: ${error.stack}`);
+  console.log(failures.at(-1));
   await host.printDiagnostics(dirs, gateway);
 } finally {
   await browser?.close();
   host.cleanup();
 }
+if (code !== 0) console.log(['', ...failures].join('\n'));
 process.exit(code === 0 ? 0 : 1); // the test extension printed "[api-test] N passed, N failed"
 
 function filesContaining(dir, secret) {
