@@ -68,3 +68,19 @@ export const window = {
     return Promise.resolve(undefined);
   },
 };
+
+export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 } as const;
+export const progressTitles: string[] = [];
+export const settings: Record<string, unknown> = {};
+export const workspace = {
+  getConfiguration: (section: string) => ({
+    get: <T>(key: string, fallback?: T): T | undefined => (settings[`${section}.${key}`] as T | undefined) ?? fallback,
+  }),
+};
+export const extensions = { getExtension: (_id: string): undefined => undefined };
+Object.assign(window, {
+  withProgress: <R>(options: { title: string }, task: (progress: { report(value: unknown): void }) => Promise<R>): Promise<R> => {
+    progressTitles.push(options.title);
+    return task({ report: () => undefined });
+  },
+});
