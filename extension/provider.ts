@@ -33,12 +33,15 @@ export interface ProviderHooks {
 }
 
 let sequence = 0;
+const REFRESH_INTERVAL_MS = 60_000;
 
 export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vscode.LanguageModelChatInformation> {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeLanguageModelChatInformation = this.changed.event;
   private models: ModelEntry[] = [];
   private refreshing: Promise<void> | undefined;
+  private fetchedAt = 0; // when the catalogue last came back
+  private served: string | undefined; // the list VS Code was last given
   readonly tokens: TokenCounter;
   private readonly prefetched = new Map<string, Promise<void>>(); // model → prefetch of the current tools
 
@@ -55,12 +58,15 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   ): Promise<vscode.LanguageModelChatInformation[]> {
     if (!options.silent && !(await this.hooks.apiKey())) await this.hooks.askForKey();
     if (this.models.length === 0) this.models = await this.hooks.loadCache();
-    const refresh = this.refresh();
+    // VS Code asks several times in a row (and again after every change event): one fetch a minute
+    // at most, or each answer would re-render the picker under the user's mouse.
+    const refresh = Date.now() - this.fetchedAt > REFRESH_INTERVAL_MS ? this.refresh() : undefined;
     if (this.models.length === 0) await refresh; // first run ever: nothing cached to show yet
+    this.served = JSON.stringify(this.models);
     return this.models.map(toChatInformation);
   }
 
-  /** Fetches the catalogue; fires the change event when it differs from what the picker shows. */
+  /** Fetches the catalogue now; fires the change event when VS Code was served another list. */
   refresh(): Promise<void> {
     this.refreshing ??= this.fetchModels().finally(() => (this.refreshing = undefined));
     return this.refreshing;
@@ -73,10 +79,14 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   private async fetchModels(): Promise<void> {
     try {
       const { models } = await this.rpc.request<{ models: ModelEntry[] }>('gateway/models', {});
-      if (JSON.stringify(models) === JSON.stringify(this.models)) return;
+      this.fetchedAt = Date.now();
+      const listed = JSON.stringify(models);
+      if (listed === JSON.stringify(this.models)) return;
       this.models = models;
       await this.hooks.saveCache(models);
-      this.changed.fire();
+      // A first start's callers are waiting for this very list: telling them again would only
+      // make VS Code ask once more.
+      if (this.served !== undefined && this.served !== listed) this.changed.fire();
     } catch (error) {
       this.hooks.log.warn(`Could not refresh the model list: ${fromRpcError(error).message}`);
     }
