@@ -14,14 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .arguments import parse_arguments
 from .errors import GatewayError, error_from_stream, with_advice
-from .protocol import FinishReason, PartOut, ToolCallPart, UsagePart
+from .items import Event, Key, OutputItems
+from .protocol import FinishReason, PartOut, UsagePart
 from .shown import Shown
 from .toolnames import ToolNameMap
 from .usage import usage_from
-
-Event = dict[str, Any]
 
 _REASONING_DELTAS = (
     "response.reasoning.delta",
@@ -35,36 +33,10 @@ _REASONING_DONES = (
 )
 
 
-class _Item:
-    __slots__ = ("arg_deltas", "arguments", "call_id", "emitted", "id", "name", "type")
-
-    def __init__(self) -> None:
-        self.type = ""
-        self.id: str | None = None
-        self.call_id: str | None = None
-        self.name: str | None = None
-        self.arg_deltas: list[str] = []
-        self.arguments: str | None = None
-        self.emitted = False
-
-    def merge(self, item: dict[str, Any]) -> None:
-        self.type = str(item.get("type") or self.type)
-        for attr in ("id", "call_id", "name"):
-            value = item.get(attr)
-            if isinstance(value, str) and value:
-                setattr(self, attr, value)
-        arguments = item.get("arguments")
-        if isinstance(arguments, str) and arguments:
-            self.arguments = arguments
-
-
 class StreamAdapter:
     def __init__(self, names: ToolNameMap | None = None) -> None:
-        self._names = names or ToolNameMap([])
-        self._items: dict[int | str, _Item] = {}
-        self._index_of_id: dict[str, int | str] = {}
+        self._items = OutputItems(names or ToolNameMap([]))
         self._shown = Shown()
-        self._emitted_calls: set[str] = set()
         self._error: GatewayError | None = None
         self._refused = False
         self._sequence_numbers: set[int] = set()
@@ -121,44 +93,16 @@ class StreamAdapter:
             with_advice("protocol", "The stream ended before the model finished (no terminal event)"),
         )
 
-    # ---- correlation ----
-
-    def _key(self, event: Event) -> int | str:
-        index = event.get("output_index")
-        if isinstance(index, int):
-            return index
-        item_id = event.get("item_id")
-        if isinstance(item_id, str):
-            return self._index_of_id.get(item_id, item_id)
-        return -1
-
-    def _item(self, key: int | str) -> _Item:
-        item = self._items.get(key)
-        if item is None:
-            item = self._items[key] = _Item()
-        return item
-
-    def _track(self, event: Event) -> _Item | None:
-        raw = event.get("item")
-        if not isinstance(raw, dict):
-            return None
-        key = self._key(event)
-        item = self._item(key)
-        item.merge(raw)
-        if item.id:
-            self._index_of_id[item.id] = key
-        return item
-
     # ---- text ----
 
     def _on_text_delta(self, event: Event) -> list[PartOut]:
         delta = event.get("delta")
         if not isinstance(delta, str):
             return []
-        return self._shown.text((self._key(event), "t", event.get("content_index", 0)), delta)
+        return self._shown.text((self._items.key(event), "t", event.get("content_index", 0)), delta)
 
     def _on_text_done(self, event: Event) -> list[PartOut]:
-        slot = (self._key(event), "t", event.get("content_index", 0))
+        slot = (self._items.key(event), "t", event.get("content_index", 0))
         return self._shown.text(slot, self._shown.missing(slot, event.get("text")))
 
     def _on_refusal_delta(self, event: Event) -> list[PartOut]:
@@ -166,14 +110,14 @@ class StreamAdapter:
         delta = event.get("delta")
         if not isinstance(delta, str):
             return []
-        return self._shown.text((self._key(event), "t", event.get("content_index", 0)), delta)
+        return self._shown.text((self._items.key(event), "t", event.get("content_index", 0)), delta)
 
     def _on_refusal_done(self, event: Event) -> list[PartOut]:
         self._refused = True
-        slot = (self._key(event), "t", event.get("content_index", 0))
+        slot = (self._items.key(event), "t", event.get("content_index", 0))
         return self._shown.text(slot, self._shown.missing(slot, event.get("refusal")))
 
-    def _message_leftovers(self, key: int | str, raw: dict[str, Any]) -> list[PartOut]:
+    def _message_leftovers(self, key: Key, raw: dict[str, Any]) -> list[PartOut]:
         parts: list[PartOut] = []
         content = raw.get("content")
         for index, piece in enumerate(content if isinstance(content, list) else []):
@@ -189,17 +133,10 @@ class StreamAdapter:
     # ---- thinking ----
 
     def _reasoning_slot(self, event: Event) -> tuple[Any, ...]:
-        key = self._key(event)
+        key = self._items.key(event)
         if "summary_index" in event:
             return (key, "s", event.get("summary_index"))
         return (key, "r", event.get("content_index", 0))
-
-    def _reasoning_id(self, event: Event) -> str | None:
-        item = self._items.get(self._key(event))
-        if item is not None and item.id:
-            return item.id
-        item_id = event.get("item_id")
-        return item_id if isinstance(item_id, str) else None
 
     def _on_reasoning_delta(self, event: Event) -> list[PartOut]:
         delta = event.get("delta")
@@ -208,13 +145,13 @@ class StreamAdapter:
         slot = self._reasoning_slot(event)
         if slot[1] == "s" and not self._shown.has(slot) and self._shown.has_thinking(slot[0]):
             delta = "\n\n" + delta  # a new summary paragraph
-        return self._shown.thinking(slot, delta, self._reasoning_id(event))
+        return self._shown.thinking(slot, delta, self._items.item_id(event))
 
     def _on_reasoning_done(self, event: Event) -> list[PartOut]:
         slot = self._reasoning_slot(event)
-        return self._shown.thinking(slot, self._shown.missing(slot, event.get("text")), self._reasoning_id(event))
+        return self._shown.thinking(slot, self._shown.missing(slot, event.get("text")), self._items.item_id(event))
 
-    def _reasoning_leftovers(self, key: int | str, raw: dict[str, Any]) -> list[PartOut]:
+    def _reasoning_leftovers(self, key: Key, raw: dict[str, Any]) -> list[PartOut]:
         if self._shown.has_thinking(key):
             return []
         texts: list[str] = []
@@ -229,46 +166,27 @@ class StreamAdapter:
     # ---- function calls ----
 
     def _on_arguments_delta(self, event: Event) -> list[PartOut]:
-        delta = event.get("delta")
-        if isinstance(delta, str):
-            self._item(self._key(event)).arg_deltas.append(delta)
+        self._items.arguments_delta(event)
         return []
 
     def _on_arguments_done(self, event: Event) -> list[PartOut]:
-        arguments = event.get("arguments")
-        if isinstance(arguments, str):
-            self._item(self._key(event)).arguments = arguments
+        self._items.arguments_done(event)
         return []
-
-    def _emit_call(self, item: _Item) -> list[PartOut]:
-        if item.emitted or not item.call_id or not item.name or item.call_id in self._emitted_calls:
-            item.emitted = item.emitted or (item.call_id in self._emitted_calls)
-            return []
-        item.emitted = True
-        self._emitted_calls.add(item.call_id)
-        raw = item.arguments if item.arguments is not None else "".join(item.arg_deltas)
-        part: ToolCallPart = {
-            "type": "toolCall",
-            "callId": item.call_id,
-            "name": self._names.from_wire(item.name),
-            "input": parse_arguments(raw),
-        }
-        return [part]
 
     # ---- items ----
 
     def _on_item_added(self, event: Event) -> list[PartOut]:
-        self._track(event)
+        self._items.track(event)
         return []
 
     def _on_item_done(self, event: Event) -> list[PartOut]:
-        item = self._track(event)
+        item = self._items.track(event)
         raw = event.get("item")
         if item is None or not isinstance(raw, dict):
             return []
-        key = self._key(event)
+        key = self._items.key(event)
         if item.type == "function_call":
-            return self._emit_call(item)
+            return self._items.emit_call(item)
         if item.type == "message":
             return self._message_leftovers(key, raw)
         if item.type == "reasoning":
@@ -302,28 +220,13 @@ class StreamAdapter:
         response = event.get("response")
         response = response if isinstance(response, dict) else {}
         self._remember_response(response)
-        parts = self._flush_calls(response)
+        parts = self._items.flush_calls(response)
         self.done = True
         self.finish_reason = self._finish_reason(response)
         self.usage = usage_from(response.get("usage"))
         if self.usage is not None:
             parts.append(self.usage)
         parts.append({"type": "finish", "reason": self.finish_reason, "responseId": self.response_id})
-        return parts
-
-    def _flush_calls(self, response: dict[str, Any]) -> list[PartOut]:
-        """Calls never closed by `output_item.done`: the terminal response's output is authoritative,
-        then whatever arguments were streamed."""
-        parts: list[PartOut] = []
-        output = response.get("output")
-        for index, raw in enumerate(output if isinstance(output, list) else []):
-            if isinstance(raw, dict) and raw.get("type") == "function_call":
-                item = self._items.get(index) or _Item()
-                item.merge(raw)
-                parts.extend(self._emit_call(item))
-        for item in self._items.values():
-            if item.type == "function_call":
-                parts.extend(self._emit_call(item))
         return parts
 
     def _finish_reason(self, response: dict[str, Any]) -> FinishReason:
@@ -333,7 +236,7 @@ class StreamAdapter:
             return "length"
         if reason == "content_filter":
             return "contentFilter"
-        if self._emitted_calls:
+        if self._items.emitted_calls:
             return "toolCalls"
         if self._refused:
             return "refusal"
