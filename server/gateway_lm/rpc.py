@@ -6,16 +6,12 @@ import asyncio
 import logging
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any, BinaryIO
 
-import cattrs
 from lsprotocol import types
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
 from . import __version__
 from .accounting import Accounting
@@ -23,47 +19,27 @@ from .client import GatewayClient
 from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
+from .params import (
+    ChatParams,
+    ConfigureParams,
+    CountParams,
+    api_key,
+    plain_params_converter,
+    rpc_errors,
+    sync,
+    validated,
+)
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
-from .protocol import ChatRequest, MessageIn, Settings
+from .protocol import Settings
 from .tokens import count_message, count_request, count_text, encoding, encoding_name_for
 
 log = logging.getLogger("gateway_lm.rpc")
-GATEWAY_ERROR = -32000
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 _LSP_LEVELS = {
     logging.ERROR: types.MessageType.Error,
     logging.WARNING: types.MessageType.Warning,
     logging.INFO: types.MessageType.Info,
 }
-
-
-def plain_params_converter() -> cattrs.Converter:
-    """pygls turns custom params (and results) into namedtuples, renaming `$schema`, `class`, `_private`:
-    keep plain dicts."""
-    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
-    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
-    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
-    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
-    return converter
-
-
-class ChatParams(ChatRequest):
-    requestId: str | int
-    apiKey: str | None = None
-
-
-class CountParams(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    model: str
-    texts: list[str | MessageIn]
-
-
-class ConfigureParams(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    settings: dict[str, Any] = {}
-    baseUrl: str | None = None
 
 
 class Sidecar:
@@ -123,7 +99,7 @@ class Sidecar:
     # ---- methods ----
 
     async def models_list(self, params: Any) -> dict[str, Any]:
-        raw = await self.client.list_models(_api_key(params))
+        raw = await self.client.list_models(api_key(params))
         models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
@@ -208,57 +184,6 @@ class Sidecar:
         return {"ok": True}
 
 
-def validated(model: type[Any], params: Any) -> Any:
-    try:
-        return model.model_validate(params if params is not None else {})
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in error.errors()[:5]
-        )
-        raise JsonRpcException(
-            message=f"Invalid parameters: {problems}",
-            code=INVALID_PARAMS,
-            data={"kind": "bad_request", "status": None, "retryAfter": None},
-        ) from None
-
-
-def _api_key(params: Any) -> str | None:
-    key = params.get("apiKey") if isinstance(params, dict) else None
-    return key if isinstance(key, str) else None
-
-
-def rpc_errors(
-    sidecar: Sidecar, handler: Callable[[Any], Awaitable[dict[str, Any]]]
-) -> Callable[[Any], Awaitable[dict[str, Any]]]:
-    """Every failure leaves as a JSON-RPC error with `{kind, status, retryAfter}`; never a traceback."""
-
-    async def wrapped(params: Any) -> dict[str, Any]:
-        try:
-            return await handler(params)
-        except GatewayError as error:
-            log.warning("%s: %s", error.kind, error.message)
-            raise JsonRpcException(
-                message=sidecar.redact(error.message), code=GATEWAY_ERROR, data=error.as_data()
-            ) from None
-        except (JsonRpcException, asyncio.CancelledError):
-            raise
-        except Exception as error:
-            log.exception("internal error")
-            message = sidecar.redact(f"Internal error in the sidecar ({type(error).__name__}: {error}); see the logs")
-            raise JsonRpcException(
-                message=message, code=INTERNAL_ERROR, data={"kind": "internal", "status": None, "retryAfter": None}
-            ) from None
-
-    return wrapped
-
-
-def _sync(handler: Callable[[Any], dict[str, Any]]) -> Callable[[Any], Awaitable[dict[str, Any]]]:
-    async def run(params: Any) -> dict[str, Any]:
-        return handler(params)
-
-    return run
-
-
 def build_server() -> tuple[LanguageServer, Sidecar]:
     server = LanguageServer("ai-gateway-lm", __version__, converter_factory=plain_params_converter)
     sidecar = Sidecar(server)
@@ -278,10 +203,10 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
         for model, factor in sidecar.accounting.factors.items():  # what earlier sessions learned
             sidecar.notify_calibration(model, factor)
 
-    server.feature("gateway/models")(rpc_errors(sidecar, sidecar.models_list))
-    server.feature("gateway/chat")(rpc_errors(sidecar, sidecar.chat))
-    server.feature("gateway/countTokens")(rpc_errors(sidecar, sidecar.count_tokens))
-    server.feature("gateway/configure")(rpc_errors(sidecar, _sync(sidecar.configure)))
+    server.feature("gateway/models")(rpc_errors(sidecar.redact, sidecar.models_list))
+    server.feature("gateway/chat")(rpc_errors(sidecar.redact, sidecar.chat))
+    server.feature("gateway/countTokens")(rpc_errors(sidecar.redact, sidecar.count_tokens))
+    server.feature("gateway/configure")(rpc_errors(sidecar.redact, sync(sidecar.configure)))
     return server, sidecar
 
 

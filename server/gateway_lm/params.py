@@ -1,0 +1,98 @@
+"""What crosses the RPC seam: custom params kept as plain dicts, validated by pydantic, and every
+failure leaving as a JSON-RPC error with `{kind, status, retryAfter}` (rfcs/0003-rpc-contract.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import cattrs
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+
+from .errors import GatewayError
+from .protocol import ChatRequest, MessageIn
+
+log = logging.getLogger("gateway_lm.rpc")
+GATEWAY_ERROR = -32000
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+def plain_params_converter() -> cattrs.Converter:
+    """pygls turns custom params (and results) into namedtuples, renaming `$schema`, `class`, `_private`:
+    keep plain dicts."""
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class ChatParams(ChatRequest):
+    requestId: str | int
+    apiKey: str | None = None
+
+
+class CountParams(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    model: str
+    texts: list[str | MessageIn]
+
+
+class ConfigureParams(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    settings: dict[str, Any] = {}
+    baseUrl: str | None = None
+
+
+def validated(model: type[Any], params: Any) -> Any:
+    try:
+        return model.model_validate(params if params is not None else {})
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in error.errors()[:5]
+        )
+        raise JsonRpcException(
+            message=f"Invalid parameters: {problems}",
+            code=INVALID_PARAMS,
+            data={"kind": "bad_request", "status": None, "retryAfter": None},
+        ) from None
+
+
+def api_key(params: Any) -> str | None:
+    key = params.get("apiKey") if isinstance(params, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def rpc_errors(
+    redact: Callable[[str], str], handler: Callable[[Any], Awaitable[dict[str, Any]]]
+) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+    """Every failure leaves as a JSON-RPC error with `{kind, status, retryAfter}`; never a traceback."""
+
+    async def wrapped(params: Any) -> dict[str, Any]:
+        try:
+            return await handler(params)
+        except GatewayError as error:
+            log.warning("%s: %s", error.kind, error.message)
+            raise JsonRpcException(message=redact(error.message), code=GATEWAY_ERROR, data=error.as_data()) from None
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except Exception as error:
+            log.exception("internal error")
+            message = redact(f"Internal error in the sidecar ({type(error).__name__}: {error}); see the logs")
+            raise JsonRpcException(
+                message=message, code=INTERNAL_ERROR, data={"kind": "internal", "status": None, "retryAfter": None}
+            ) from None
+
+    return wrapped
+
+
+def sync(handler: Callable[[Any], dict[str, Any]]) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+    async def run(params: Any) -> dict[str, Any]:
+        return handler(params)
+
+    return run
