@@ -9,7 +9,7 @@ import type { WireMessage } from './wire';
 interface Pending {
   model: string;
   item: string | WireMessage;
-  key: string;
+  text: string;
   resolve: (count: number) => void;
   reject: (error: unknown) => void;
 }
@@ -20,9 +20,13 @@ export interface SavedCounts {
 }
 
 export class TokenCounter {
-  private readonly memo = new Map<string, number>(); // model + NUL + text → exact count
-  private persisted = new Map<string, number>(); // sha1 of the same key → exact count, from disk
-  private readonly public = new Set<string>(); // keys of tool strings: safe to keep as plain text
+  // model → text → exact count. Two levels, not one `model + text` key: a string Copilot asks about
+  // again is the same object, whose hash V8 keeps; a concatenated key is hashed afresh each time
+  // (5× the cost of a warm walk).
+  private readonly memo = new Map<string, Map<string, number>>();
+  private entries = 0;
+  private persisted = new Map<string, number>(); // sha1 of `model NUL text` → exact count, from disk
+  private readonly public = new Set<string>(); // `model NUL text` of tool strings: safe to keep as plain text
   private readonly factors = new Map<string, number>();
   // Copilot asks about the same message object up to three times per iteration: skip re-serialising.
   private readonly byObject = new WeakMap<object, Map<string, number>>();
@@ -41,13 +45,13 @@ export class TokenCounter {
 
   /** The exact count: from memory, from disk, or asked of the sidecar. */
   private exact(model: string, item: string | WireMessage): number | Promise<number> {
-    const key = keyOf(model, item);
-    return this.memo.get(key) ?? this.fromDisk(key) ?? this.ask(model, item, key);
+    const text = textOf(item);
+    return this.memo.get(model)?.get(text) ?? this.fromDisk(model, text) ?? this.ask(model, item, text);
   }
 
-  private ask(model: string, item: string | WireMessage, key: string): Promise<number> {
+  private ask(model: string, item: string | WireMessage, text: string): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      if (this.pending.push({ model, item, key, resolve, reject }) === 1) queueMicrotask(() => void this.flush());
+      if (this.pending.push({ model, item, text, resolve, reject }) === 1) queueMicrotask(() => void this.flush());
     });
   }
 
@@ -64,10 +68,10 @@ export class TokenCounter {
 
   /** Counts strings before they are asked for (the tools' names, descriptions and schemas). */
   async prefetch(model: string, texts: Iterable<string>): Promise<void> {
-    const keys = [...new Set(texts)].map((t) => [t, keyOf(model, t)] as const);
-    keys.forEach(([, key]) => this.public.add(key));
-    const missing = keys.filter(([, key]) => !this.memo.has(key) && this.fromDisk(key) === undefined);
-    if (missing.length) await Promise.all(missing.map(([t]) => this.count(model, t)));
+    const unique = [...new Set(texts)];
+    unique.forEach((t) => this.public.add(keyOf(model, t)));
+    const missing = unique.filter((t) => this.memo.get(model)?.has(t) !== true && this.fromDisk(model, t) === undefined);
+    if (missing.length) await Promise.all(missing.map((t) => this.count(model, t)));
   }
 
   setFactor(model: string, factor: number): void {
@@ -81,19 +85,29 @@ export class TokenCounter {
     this.dirty = false;
     const plain: Record<string, number> = {};
     const hashed: Record<string, number> = Object.fromEntries(this.persisted);
-    for (const [key, count] of this.memo) {
-      if (this.public.has(key)) plain[key] = count;
-      else hashed[hash(key)] = count;
+    for (const [model, counts] of this.memo) {
+      for (const [text, count] of counts) {
+        const key = keyOf(model, text);
+        if (this.public.has(key)) plain[key] = count;
+        else hashed[hash(key)] = count;
+      }
     }
     return { plain, hashed };
   }
 
   restore(saved: Partial<SavedCounts>): void {
     for (const [key, count] of Object.entries(saved.plain ?? {})) {
-      this.memo.set(key, count);
+      const split = key.indexOf('\u0000');
+      if (split < 0) continue;
+      this.remember(key.slice(0, split), key.slice(split + 1), count, false);
       this.public.add(key);
     }
     this.persisted = new Map(Object.entries(saved.hashed ?? {}));
+  }
+
+  /** How many counts are held in memory. */
+  get size(): number {
+    return this.entries;
   }
 
   private scaled(model: string, exact: number): number {
@@ -101,10 +115,10 @@ export class TokenCounter {
     return factor === 1 ? exact : Math.round(exact * factor);
   }
 
-  private fromDisk(key: string): number | undefined {
+  private fromDisk(model: string, text: string): number | undefined {
     if (this.persisted.size === 0) return undefined;
-    const count = this.persisted.get(hash(key));
-    if (count !== undefined) this.remember(key, count, false);
+    const count = this.persisted.get(hash(keyOf(model, text)));
+    if (count !== undefined) this.remember(model, text, count, false);
     return count;
   }
 
@@ -118,7 +132,7 @@ export class TokenCounter {
           texts: group.map((p) => p.item),
         });
         group.forEach((p, i) => {
-          this.remember(p.key, counts[i], true);
+          this.remember(p.model, p.text, counts[i], true);
           p.resolve(counts[i]);
         });
       } catch (error) {
@@ -127,18 +141,36 @@ export class TokenCounter {
     }
   }
 
-  private remember(key: string, count: number, fresh: boolean): void {
-    if (this.memo.size >= this.capacity) {
-      const oldest = this.memo.keys().next().value;
-      if (oldest !== undefined) this.memo.delete(oldest);
+  private remember(model: string, text: string, count: number, fresh: boolean): void {
+    let counts = this.memo.get(model);
+    if (!counts) this.memo.set(model, (counts = new Map()));
+    if (!counts.has(text)) {
+      if (this.entries >= this.capacity) this.forgetOldest();
+      this.entries++;
     }
-    this.memo.set(key, count);
+    counts.set(text, count);
     this.dirty ||= fresh;
+  }
+
+  private forgetOldest(): void {
+    for (const counts of this.memo.values()) {
+      const oldest = counts.keys().next();
+      if (!oldest.done) {
+        counts.delete(oldest.value);
+        this.entries--;
+        return;
+      }
+    }
   }
 }
 
-function keyOf(model: string, item: string | WireMessage): string {
-  return `${model}\u0000${typeof item === 'string' ? item : JSON.stringify(item)}`;
+/** Messages are keyed by their JSON, marked so that no plain string can share a message's count. */
+function textOf(item: string | WireMessage): string {
+  return typeof item === 'string' ? item : `\u0001${JSON.stringify(item)}`;
+}
+
+function keyOf(model: string, text: string): string {
+  return `${model}\u0000${text}`;
 }
 
 function hash(key: string): string {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Rpc } from '../../extension/rpc';
 import { TokenCounter, toolStrings } from '../../extension/tokens';
+import type { WireMessage } from '../../extension/wire';
 
 function countingRpc(): { rpc: Rpc; calls: unknown[] } {
   const calls: unknown[] = [];
@@ -47,8 +48,17 @@ test('memory is bounded', async () => {
   const { rpc } = countingRpc();
   const counter = new TokenCounter(rpc, 2);
   for (const t of ['a', 'b', 'c']) await counter.count('m', t);
-  const memo = (counter as unknown as { memo: Map<string, number> }).memo;
-  assert.equal(memo.size, 2);
+  await counter.count('other-model', 'd');
+  assert.equal(counter.size, 2);
+});
+
+test('a string that reads like a message keeps its own count', async () => {
+  const { rpc } = countingRpc();
+  const counter = new TokenCounter(rpc);
+  const message: WireMessage = { role: 1, name: null, content: [{ type: 'text', value: 'hi' }] };
+  assert.equal(await counter.count('m', message), 99);
+  const lookalike = JSON.stringify(message);
+  assert.equal(await counter.count('m', lookalike), lookalike.length);
 });
 
 test('prefetch counts every tool string in one request; the walk is then answered from memory', async () => {
