@@ -17,7 +17,8 @@ export class UsageStatus implements vscode.Disposable {
     const cost = model ? requestCost(model, usage) : undefined;
     if (cost !== undefined) this.sessionCost += cost;
     const percent = share === undefined ? '' : ` · ${share > 0 && share < 0.01 ? '<1' : Math.round(share * 100)}% of context`;
-    this.item.text = `$(pulse) ${model?.name ?? 'AI Gateway'}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}`;
+    const price = cost === undefined ? '' : ` · ${dollars(cost)}`;
+    this.item.text = `$(pulse) ${model?.name ?? 'AI Gateway'}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
     this.item.backgroundColor =
       share !== undefined && share >= 0.9
         ? new vscode.ThemeColor('statusBarItem.errorBackground')
@@ -29,7 +30,7 @@ export class UsageStatus implements vscode.Disposable {
       `Input: ${usage.inputTokens} tokens (cached ${usage.cachedTokens})`,
       `Output: ${usage.outputTokens} tokens (reasoning ${usage.reasoningTokens})`,
       share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${model?.contextWindow}`,
-      cost === undefined ? '' : `Cost: $${cost.toFixed(4)} · session $${this.sessionCost.toFixed(4)}`,
+      cost === undefined ? '' : `Cost: ${dollars(cost)} · this session ${dollars(this.sessionCost)}`,
     ]
       .filter(Boolean)
       .join('\n');
@@ -46,6 +47,11 @@ export function requestCost(model: ModelEntry, usage: Usage): number | undefined
   if (input === null || output === null) return undefined;
   const fresh = usage.inputTokens - usage.cachedTokens;
   return (fresh * input + usage.cachedTokens * (cacheRead ?? input) + usage.outputTokens * output) / 1_000_000;
+}
+
+/** Cents where they matter, four places below a cent (most single requests). */
+function dollars(amount: number): string {
+  return `$${amount >= 0.01 ? amount.toFixed(2) : amount.toFixed(4)}`;
 }
 
 function short(n: number): string {

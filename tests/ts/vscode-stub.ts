@@ -84,3 +84,24 @@ Object.assign(window, {
     return task({ report: () => undefined });
   },
 });
+
+export class StatusBarItem {
+  text = '';
+  tooltip: string | undefined;
+  backgroundColor: ThemeColor | undefined;
+  name = '';
+  command: string | undefined;
+  visible = false;
+  show(): void {
+    this.visible = true;
+  }
+  dispose(): void {}
+}
+export const statusBarItems: StatusBarItem[] = [];
+Object.assign(window, {
+  createStatusBarItem: () => {
+    const item = new StatusBarItem();
+    statusBarItems.push(item);
+    return item;
+  },
+});

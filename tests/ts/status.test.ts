@@ -1,0 +1,53 @@
+// The status bar item a user watches: tokens, share of the context window, cost, and its colours.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as stub from './vscode-stub';
+import type { ModelEntry } from '../../extension/provider';
+import { UsageStatus } from '../../extension/status';
+import type { Usage } from '../../extension/wire';
+
+const sonnet: ModelEntry = {
+  id: 'anthropic/claude-sonnet-4', name: 'Claude Sonnet 4', family: 'claude', version: '4', contextWindow: 200_000,
+  maxInputTokens: 183_616, maxOutputTokens: 64_000, capabilities: { toolCalling: true, imageInput: true },
+  pricing: { input: 3, output: 15, cacheRead: 0.3 }, tooltip: '', detail: '',
+};
+const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): Usage =>
+  ({ type: 'usage', inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, cachedTokens, reasoningTokens }) as Usage;
+
+function latestItem(): stub.StatusBarItem {
+  return stub.statusBarItems.at(-1)!;
+}
+
+test('shows tokens, share of the context window and the request cost; the tooltip breaks it down', () => {
+  const status = new UsageStatus();
+  status.show(sonnet, usage(12_345, 456, 10_000, 120));
+  const item = latestItem();
+  // 2,345 fresh × $3 + 10,000 cached × $0.30 + 456 × $15, per million tokens = $0.017875
+  assert.equal(item.text, '$(pulse) Claude Sonnet 4: 12.3K in · 456 out · 6% of context · $0.02');
+  assert.equal(item.backgroundColor, undefined);
+  assert.equal(item.visible, true);
+  assert.match(item.tooltip!, /Input: 12345 tokens \(cached 10000\)/);
+  assert.match(item.tooltip!, /Output: 456 tokens \(reasoning 120\)/);
+  assert.match(item.tooltip!, /Context window: 6\.2% of 200000/);
+  assert.match(item.tooltip!, /Cost: \$0\.02 · this session \$0\.02/);
+  status.show(sonnet, usage(1000, 20)); // 1,000 × $3 + 20 × $15 per million = $0.0033
+  assert.match(latestItem().text, /1\.0K in · 20 out · <1% of context · \$0\.0033$/);
+  assert.match(latestItem().tooltip!, /Cost: \$0\.0033 · this session \$0\.02$/, 'the session total adds up ($0.0212)');
+});
+
+test('amber from 75% of the context window, red from 90%', () => {
+  const status = new UsageStatus();
+  status.show(sonnet, usage(149_000, 1));
+  assert.equal(latestItem().backgroundColor, undefined);
+  status.show(sonnet, usage(150_000, 1));
+  assert.equal(latestItem().backgroundColor?.id, 'statusBarItem.warningBackground');
+  status.show(sonnet, usage(180_000, 1));
+  assert.equal(latestItem().backgroundColor?.id, 'statusBarItem.errorBackground');
+});
+
+test('a model without prices shows no cost rather than a wrong one', () => {
+  const status = new UsageStatus();
+  status.show({ ...sonnet, pricing: { input: null, output: null, cacheRead: null } }, usage(1000, 10));
+  assert.equal(latestItem().text, '$(pulse) Claude Sonnet 4: 1.0K in · 10 out · <1% of context');
+  assert.doesNotMatch(latestItem().tooltip!, /Cost/);
+});
