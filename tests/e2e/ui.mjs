@@ -138,7 +138,7 @@ try {
     await responses().last().getByText('streamed word by word to Copilot Chat.', { exact: false }).waitFor({ timeout: 60_000 });
     const status = page.locator('.statusbar-item', { hasText: 'Fake Text:' });
     await status.first().waitFor({ timeout: 10_000 });
-    assert.match(await status.first().innerText(), /in · .* out/);
+    assert.match(await status.first().innerText(), /in · .* out · .* of context · \$\d/); // tokens, share, cost
   });
 
   await step('thinking', async () => {
