@@ -5,21 +5,23 @@
 set -euo pipefail
 CACHE=${AI_GATEWAY_LM_HOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ai-gateway-lm-host}
 STAMP="code-server@4.139.1 node@24.9.0"
+log() { echo "setup-host: $*" >&2; }
+# Installs the Debian packages of these that are missing.
+ensure_debian() {
+  local need=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
+  [ ${#need[@]} -eq 0 ] && return
+  log "installing Debian packages: ${need[*]}"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2
+}
+# Chromium lives outside the cache: check it even when the cache is ready.
+command -v chromium >/dev/null || ensure_debian chromium
 if [ -f "$CACHE/.ready" ] && [ "$(cat "$CACHE/.ready")" = "$STAMP" ]; then
   echo "$CACHE"
   exit 0
 fi
-log() { echo "setup-host: $*" >&2; }
-need=()
-command -v chromium >/dev/null || need+=(chromium)
-dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
-dpkg -s pkg-config >/dev/null 2>&1 || need+=(pkg-config)
-dpkg -s build-essential >/dev/null 2>&1 || need+=(build-essential)
-if [ ${#need[@]} -gt 0 ]; then
-  log "installing Debian packages: ${need[*]}"
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2
-fi
+ensure_debian libkrb5-dev pkg-config build-essential # code-server's native modules
 rm -rf "$CACHE" && mkdir -p "$CACHE"
 log "installing Node 24 (npm package 'node')"
 # npm 11 runs a dependency's install scripts only when package.json allows them.
