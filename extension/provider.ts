@@ -41,7 +41,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   private models: ModelEntry[] = [];
   private refreshing: Promise<void> | undefined;
   private fetchedAt = 0; // when the catalogue last came back
-  private served: string | undefined; // the list VS Code was last given
+  private served: ModelEntry[] | undefined; // the list VS Code was last given
   readonly tokens: TokenCounter;
   private readonly prefetched = new Map<string, Promise<void>>(); // model → prefetch of the current tools
 
@@ -62,7 +62,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     // at most, or each answer would re-render the picker under the user's mouse.
     const refresh = Date.now() - this.fetchedAt > REFRESH_INTERVAL_MS ? this.refresh() : undefined;
     if (this.models.length === 0) await refresh; // first run ever: nothing cached to show yet
-    this.served = JSON.stringify(this.models);
+    this.served = this.models;
     return this.models.map(toChatInformation);
   }
 
@@ -80,13 +80,12 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     try {
       const { models } = await this.rpc.request<{ models: ModelEntry[] }>('gateway/models', {});
       this.fetchedAt = Date.now();
-      const listed = JSON.stringify(models);
-      if (listed === JSON.stringify(this.models)) return;
+      if (JSON.stringify(models) === JSON.stringify(this.models)) return;
       this.models = models;
       await this.hooks.saveCache(models);
-      // A first start's callers are waiting for this very list: telling them again would only
-      // make VS Code ask once more.
-      if (this.served !== undefined && this.served !== listed) this.changed.fire();
+      // The list changed since VS Code was last served. A first start's callers have not been
+      // served yet and are waiting for this very list: telling them would only make VS Code ask again.
+      if (this.served !== undefined) this.changed.fire();
     } catch (error) {
       this.hooks.log.warn(`Could not refresh the model list: ${fromRpcError(error).message}`);
     }

@@ -61,14 +61,6 @@ export class EventEmitter<T> {
   dispose(): void {}
 }
 
-export const shownErrors: { message: string; actions: string[] }[] = [];
-export const window = {
-  showErrorMessage: (message: string, ...actions: string[]) => {
-    shownErrors.push({ message, actions });
-    return Promise.resolve(undefined);
-  },
-};
-
 export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 } as const;
 export const progressTitles: string[] = [];
 export const settings: Record<string, unknown> = {};
@@ -78,12 +70,6 @@ export const workspace = {
   }),
 };
 export const extensions = { getExtension: (_id: string): undefined => undefined };
-Object.assign(window, {
-  withProgress: <R>(options: { title: string }, task: (progress: { report(value: unknown): void }) => Promise<R>): Promise<R> => {
-    progressTitles.push(options.title);
-    return task({ report: () => undefined });
-  },
-});
 
 export class StatusBarItem {
   text = '';
@@ -98,10 +84,20 @@ export class StatusBarItem {
   dispose(): void {}
 }
 export const statusBarItems: StatusBarItem[] = [];
-Object.assign(window, {
+
+export const shownErrors: { message: string; actions: string[] }[] = [];
+export const window = {
+  showErrorMessage: (message: string, ...actions: string[]) => {
+    shownErrors.push({ message, actions });
+    return Promise.resolve(undefined);
+  },
+  withProgress: <R>(options: { title: string }, task: (progress: { report(value: unknown): void }) => Promise<R>): Promise<R> => {
+    progressTitles.push(options.title);
+    return task({ report: () => undefined });
+  },
   createStatusBarItem: () => {
     const item = new StatusBarItem();
     statusBarItems.push(item);
     return item;
   },
-});
+};
