@@ -1,5 +1,5 @@
 // The wire format shared with the sidecar (rfcs/0003-rpc-contract.md): VS Code messages out,
-// streamed parts back in. Serialisation is the only place that knows VS Code's part classes.
+// streamed parts back in. Serialisation is the only place that knows the shape of VS Code's parts.
 import * as vscode from 'vscode';
 
 export type WirePart =
@@ -58,18 +58,7 @@ export function serializeParts(parts: readonly unknown[], withData = true): Wire
 }
 
 function serializePart(part: unknown, withData: boolean): WirePart | undefined {
-  if (part instanceof vscode.LanguageModelTextPart) return { type: 'text', value: part.value };
-  if (part instanceof vscode.LanguageModelToolCallPart) {
-    return { type: 'toolCall', callId: part.callId, name: part.name, input: part.input ?? {} };
-  }
-  if (part instanceof vscode.LanguageModelToolResultPart) {
-    return { type: 'toolResult', callId: part.callId, content: serializeParts(part.content, withData) };
-  }
-  if (part instanceof vscode.LanguageModelDataPart) {
-    // Token counts only need to know an image is there, not its bytes.
-    const data = withData ? Buffer.from(part.data).toString('base64') : '';
-    return { type: 'data', mimeType: part.mimeType, data };
-  }
+  // Thinking first: its `value` would otherwise read as text.
   const Thinking = thinkingClass();
   if (Thinking && part instanceof Thinking) {
     const thinking = part as unknown as { value: string | string[]; id?: string };
@@ -78,8 +67,9 @@ function serializePart(part: unknown, withData: boolean): WirePart | undefined {
   return serializeByShape(part, withData);
 }
 
-// Parts from classes we do not import (prompt-tsx parts, …Part2 subclasses from another copy of
-// the API) are recognised by shape, so a newer Copilot never loses a tool result.
+// Parts are recognised by shape rather than by class: the stable classes, and equally those we do
+// not import (prompt-tsx parts, …Part2 subclasses from another copy of the API), so a newer
+// Copilot never loses a tool result.
 function serializeByShape(part: unknown, withData: boolean): WirePart | undefined {
   if (typeof part !== 'object' || part === null) return undefined;
   const p = part as Record<string, unknown>;
@@ -90,6 +80,7 @@ function serializeByShape(part: unknown, withData: boolean): WirePart | undefine
     return { type: 'toolCall', callId: p.callId, name: p.name, input: p.input ?? {} };
   }
   if (typeof p.mimeType === 'string' && p.data instanceof Uint8Array) {
+    // Token counts only need to know an image is there, not its bytes.
     return { type: 'data', mimeType: p.mimeType, data: withData ? Buffer.from(p.data).toString('base64') : '' };
   }
   if (typeof p.value === 'string') return { type: 'text', value: p.value };
