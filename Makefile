@@ -57,6 +57,7 @@ test: lint test-python test-e2e test-node
 
 # Not part of `make test`: prints the benchmark table (rfcs/0005-performance.md explains it).
 bench: $(VENV)/.ready node_modules/.ready
+	node extension/build.mjs
 	rm -rf out && npx tsc -p tests/ts
 	node bench/bench.mjs
 

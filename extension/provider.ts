@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import { fromRpcError, GatewayChatError, isCancellation } from './errors';
 import type { Rpc } from './rpc';
 import { TokenCounter } from './tokens';
-import { serializeMessage, StreamPart, ThinkingMode, toResponsePart, Usage, usageDataPart } from './wire';
+import { serializeMessage, soleText, StreamPart, ThinkingMode, toResponsePart, Usage, usageDataPart } from './wire';
 
 export interface ModelEntry {
   id: string;
@@ -43,7 +43,6 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   private fetchedAt = 0; // when the catalogue last came back
   private served: ModelEntry[] | undefined; // the list VS Code was last given
   readonly tokens: TokenCounter;
-  private readonly prefetched = new Map<string, Promise<void>>(); // model → prefetch of the current tools
 
   constructor(
     private readonly rpc: Rpc,
@@ -128,27 +127,26 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     }
   }
 
-  async provideTokenCount(
+  // Copilot calls this thousands of times per agent iteration, one await at a time (rfcs/0004).
+  // A count we know is answered at once, without reading vscode.lm.tools (VS Code builds a new
+  // array on every read) or chaining promises.
+  provideTokenCount(
     model: vscode.LanguageModelChatInformation,
     text: string | vscode.LanguageModelChatRequestMessage,
     _token: vscode.CancellationToken,
-  ): Promise<number> {
-    await this.prefetchTools(model.id);
-    if (typeof text === 'string') return this.tokens.count(model.id, text);
-    return this.tokens.countObject(model.id, text, () => serializeMessage(text, false));
+  ): Thenable<number> {
+    if (typeof text !== 'string') {
+      return this.tokens.countMessage(model.id, text, Number(text.role), soleText(text), () => serializeMessage(text, false));
+    }
+    const known = this.tokens.known(model.id, text);
+    if (known !== undefined) return Promise.resolve(known);
+    return this.learnTools(model.id).then(() => this.tokens.count(model.id, text));
   }
 
-  /** Once per model and tool set: one batch for every tool string, instead of a round trip each. */
-  private prefetchTools(model: string): Promise<void> {
-    const strings = this.hooks.toolStrings();
-    const key = `${model}\u0000${strings.length}\u0000${strings[0] ?? ''}`;
-    const known = this.prefetched.get(key);
-    if (known) return known;
-    const done = this.tokens.prefetch(model, strings).catch(() => {
-      this.prefetched.delete(key); // try again next time; counting one by one still works
-    });
-    this.prefetched.set(key, done);
-    return done;
+  /** A string we have not counted yet: perhaps the tools changed. One read of vscode.lm.tools per
+   * miss, and every tool string not yet known counted in one batch, before Copilot asks for it. */
+  private learnTools(model: string): Promise<void> {
+    return this.tokens.prefetch(model, this.hooks.toolStrings()).catch(() => undefined); // one by one still works
   }
 }
 

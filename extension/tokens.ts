@@ -28,7 +28,8 @@ export class TokenCounter {
   private persisted = new Map<string, number>(); // sha1 of `model NUL text` → exact count, from disk
   private readonly public = new Set<string>(); // `model NUL text` of tool strings: safe to keep as plain text
   private readonly factors = new Map<string, number>();
-  // Copilot asks about the same message object up to three times per iteration: skip re-serialising.
+  // Messages by model → role → text of their one text part, or by object (rfcs/0004).
+  private readonly messageTexts = new Map<string, Map<number, Map<string, number>>>();
   private readonly byObject = new WeakMap<object, Map<string, number>>();
   private pending: Pending[] = [];
   private dirty = false;
@@ -37,6 +38,12 @@ export class TokenCounter {
     private readonly rpc: Rpc,
     private readonly capacity = 100_000,
   ) {}
+
+  /** The scaled count when it is known (memory or disk), without asking the sidecar. */
+  known(model: string, text: string): number | undefined {
+    const exact = this.memo.get(model)?.get(text) ?? this.fromDisk(model, text);
+    return exact === undefined ? undefined : this.scaled(model, exact);
+  }
 
   count(model: string, item: string | WireMessage): Promise<number> {
     const exact = this.exact(model, item);
@@ -55,15 +62,39 @@ export class TokenCounter {
     });
   }
 
-  countObject(model: string, object: object, serialize: () => WireMessage): Promise<number> {
-    const known = this.byObject.get(object)?.get(model);
+  /** A message, which Copilot builds afresh for every call. A message that is one plain text part
+   * (`soleText`, most of them) is found by role and that text: the same string object every time, whose
+   * hash V8 keeps, where serialising it would cost a JSON string per call; on disk it is kept under
+   * `role + text`, hashed. Other messages are found by object, then by their JSON. */
+  countMessage(model: string, message: object, role: number, soleText: string | undefined, serialize: () => WireMessage): Promise<number> {
+    if (soleText === undefined) return this.countOther(model, message, serialize);
+    const byText = this.soleTexts(model, role);
+    const known = byText.get(soleText);
     if (known !== undefined) return Promise.resolve(this.scaled(model, known));
-    return Promise.resolve(this.exact(model, serialize())).then((count) => {
-      const perModel = this.byObject.get(object) ?? new Map<string, number>();
-      perModel.set(model, count);
-      this.byObject.set(object, perModel);
+    const key = `\u0002${role}\u0000${soleText}`;
+    const exact = this.memo.get(model)?.get(key) ?? this.fromDisk(model, key) ?? this.ask(model, serialize(), key);
+    const remember = (count: number): number => (byText.set(soleText, count), this.scaled(model, count));
+    return typeof exact === 'number' ? Promise.resolve(remember(exact)) : exact.then(remember);
+  }
+
+  private countOther(model: string, message: object, serialize: () => WireMessage): Promise<number> {
+    const known = this.byObject.get(message)?.get(model);
+    if (known !== undefined) return Promise.resolve(this.scaled(model, known));
+    const remember = (count: number): number => {
+      this.byObject.set(message, (this.byObject.get(message) ?? new Map<string, number>()).set(model, count));
       return this.scaled(model, count);
-    });
+    };
+    const exact = this.exact(model, serialize());
+    return typeof exact === 'number' ? Promise.resolve(remember(exact)) : exact.then(remember);
+  }
+
+  private soleTexts(model: string, role: number): Map<string, number> {
+    let byRole = this.messageTexts.get(model);
+    if (!byRole) this.messageTexts.set(model, (byRole = new Map()));
+    let byText = byRole.get(role);
+    if (!byText) byRole.set(role, (byText = new Map()));
+    if (byText.size >= this.capacity) byText.clear(); // bounded like the memo; refilled from it
+    return byText;
   }
 
   /** Counts strings before they are asked for (the tools' names, descriptions and schemas). */
@@ -164,7 +195,8 @@ export class TokenCounter {
   }
 }
 
-/** Messages are keyed by their JSON, marked so that no plain string can share a message's count. */
+/** Messages are keyed by their JSON (or role and text, behind \u0002), marked so that no plain string
+ * can share a message's count. */
 function textOf(item: string | WireMessage): string {
   return typeof item === 'string' ? item : `\u0001${JSON.stringify(item)}`;
 }
@@ -183,23 +215,19 @@ function groupByModel(batch: Pending[]): Map<string, Pending[]> {
   return groups;
 }
 
-/** The strings Copilot asks counts for when it budgets tools: name, description, and every key and
- * string value of the input schema, walked recursively. */
+/** The strings Copilot asks counts for when it budgets tools, in the order it asks: every key and
+ * truthy string value of `{name, description, parameters}`, walked recursively (array indices are
+ * keys too), as Copilot Chat's ExtensionContributedChatTokenizer walks them. */
 export function toolStrings(tools: readonly { name: string; description: string; inputSchema?: object | undefined }[]): string[] {
   const out: string[] = [];
-  const walk = (value: unknown): void => {
-    if (typeof value === 'string') out.push(value);
-    else if (Array.isArray(value)) value.forEach(walk);
-    else if (value && typeof value === 'object') {
-      for (const [key, inner] of Object.entries(value)) {
-        out.push(key);
-        walk(inner);
-      }
+  const walk = (object: object): void => {
+    for (const [key, value] of Object.entries(object)) {
+      if (!value) continue;
+      out.push(key);
+      if (typeof value === 'string') out.push(value);
+      else if (typeof value === 'object') walk(value as object);
     }
   };
-  for (const tool of tools) {
-    out.push(tool.name, tool.description);
-    walk(tool.inputSchema ?? {});
-  }
+  for (const tool of tools) walk({ name: tool.name, description: tool.description, parameters: tool.inputSchema });
   return out;
 }

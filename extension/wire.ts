@@ -48,6 +48,15 @@ export function serializeMessage(message: vscode.LanguageModelChatRequestMessage
   };
 }
 
+/** The text of a message that is one plain text part and has no name (most messages Copilot counts):
+ * a memo key that costs nothing to build. */
+export function soleText(message: vscode.LanguageModelChatRequestMessage): string | undefined {
+  const parts = message.content as readonly unknown[];
+  if (parts.length !== 1 || message.name) return undefined;
+  const part = parts[0];
+  return part instanceof vscode.LanguageModelTextPart ? part.value : undefined;
+}
+
 export function serializeParts(parts: readonly unknown[], withData = true): WirePart[] {
   const out: WirePart[] = [];
   for (const part of parts) {

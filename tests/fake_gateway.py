@@ -285,6 +285,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
             serve_error(h, int(status))
             return
         scenario = "text"
+    if scenario.startswith(("chunked-", "chunked64k-", "paced-")):
+        serve_chunked(h, scenario, entry)
+        return
     if scenario.startswith("replay:"):
         h._start_stream()
         data = (FIXTURES / scenario.removeprefix("replay:")).read_bytes()
@@ -440,6 +443,11 @@ def fill_arguments(schema: dict[str, Any], path: str) -> dict[str, Any]:
 
 @functools.cache
 def bench_body(count: int) -> bytes:
+    return b"".join(sse(e) for e in bench_events(count))
+
+
+@functools.cache
+def bench_events(count: int) -> list[dict[str, Any]]:
     """A recorded-shape stream of `count` events (text deltas with the fields OpenAI sends)."""
     created = {"type": "response.created", "sequence_number": 0, "response": response_obj("in_progress")}
     events = [
@@ -465,7 +473,41 @@ def bench_body(count: int) -> bytes:
             }
         )
     events.append(completed())
-    return b"".join(sse(e) for e in events)
+    return events
+
+
+def serve_chunked(h: Handler, scenario: str, entry: dict[str, Any]) -> None:
+    """As a real gateway sends a stream: `Transfer-Encoding: chunked`, flushed as the model produces it.
+    `chunked-N`: N events, one HTTP chunk each; `chunked64k-N`: the same bytes in 64 KiB chunks;
+    `paced-N-MS`: one chunk per event, MS milliseconds apart (a model producing tokens)."""
+    kind, _, rest = scenario.partition("-")
+    count, _, gap_ms = rest.partition("-")
+    h.send_response(200)
+    h.send_header("content-type", "text/event-stream")
+    h.send_header("transfer-encoding", "chunked")
+    h.end_headers()
+    h.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each chunk leaves when written
+    gap = float(gap_ms or 0) / 1000
+    try:
+        for n, chunk in enumerate(http_chunks(int(count), kind == "chunked64k")):
+            if n == 2 and "first_delta_at" not in entry:
+                entry["first_delta_at"] = time.time()
+            h.wfile.write(chunk)
+            if gap:
+                time.sleep(gap)
+        h.wfile.write(b"0\r\n\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        entry["client_closed_at"] = time.time()
+    h.close_connection = True
+
+
+@functools.cache
+def http_chunks(count: int, large: bool) -> list[bytes]:
+    frames = [sse(e) for e in bench_events(count)]
+    if large:
+        data = b"".join(frames)
+        frames = [data[i : i + 65536] for i in range(0, len(data), 65536)]
+    return [b"%x\r\n%s\r\n" % (len(frame), frame) for frame in frames]
 
 
 def serve_split_utf8(h: Handler, entry: dict[str, Any], events: list[dict[str, Any]]) -> None:

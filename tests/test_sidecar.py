@@ -175,3 +175,20 @@ async def test_the_api_key_never_appears_in_logs_or_errors(gateway: FakeServer) 
     assert gateway.gateway.requests[0]["authorization"] == f"Bearer {canary}"
     assert side.logs, "the sidecar logs to the client"
     assert not [m for _, m in side.logs if canary in m]
+
+
+async def test_a_huge_count_does_not_hold_up_a_chat_and_stops_when_cancelled(sidecar: Sidecar) -> None:
+    huge = "".join(f"    value{i} = compute(input[{i}])\n" for i in range(600_000))  # ~20 MB
+    msg_id, counting = sidecar.start_request("gateway/countTokens", {"model": "openai/gpt-5", "texts": [huge]})
+    chat = asyncio.ensure_future(sidecar.request("gateway/chat", chat_params("during", "fake/text")))
+    done, _ = await asyncio.wait([chat, counting], return_when=asyncio.FIRST_COMPLETED)
+    assert chat in done and counting not in done, "the chat answered while the count was still running"
+    assert (await counting)["counts"][0] > 6_000_000
+    msg_id, counting = sidecar.start_request("gateway/countTokens", {"model": "openai/gpt-5", "texts": [huge + "x"]})
+    await asyncio.sleep(0.1)
+    cancelled_at = asyncio.get_running_loop().time()
+    sidecar.cancel(msg_id)
+    with pytest.raises(JsonRpcException) as caught:
+        await counting
+    assert caught.value.code == -32800
+    assert asyncio.get_running_loop().time() - cancelled_at < 0.5, "a cancelled count stops within a piece"

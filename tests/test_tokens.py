@@ -9,9 +9,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway_lm.protocol import MessageIn
-from gateway_lm.tokens import count_message, count_request, count_text, encoding_name_for, shipped_ranks
+from gateway_lm.tokens import (
+    PIECE,
+    count_message,
+    count_request,
+    count_text,
+    encoding,
+    encoding_name_for,
+    pieces,
+    shipped_ranks,
+)
 
 FANTASY = Path(__file__).parent / "fixtures/fantasy"
 
@@ -64,3 +75,25 @@ def test_count_cli_prints_one_integer() -> None:
     path = FANTASY / "openai-gpt4o-parallel-tools.turn0.request.json"
     run = subprocess.run([sys.executable, "-m", "gateway_lm", "count", str(path)], capture_output=True, text=True)
     assert run.returncode == 0 and re.fullmatch(r"\d+\n", run.stdout)
+
+
+ALPHABET = [" ", "  ", "\n", "\n\n", " \n", "\r\n", "\t", ".", ",", "/", "-", "'s", "1", "23", "a", "word"]
+ALPHABET += ["é", "日本", "😀", "\u00a0", "\u3000"]
+
+
+@settings(deadline=None, derandomize=True, database=None, max_examples=400)
+@given(st.lists(st.sampled_from(ALPHABET), max_size=120), st.integers(min_value=1, max_value=24))
+@pytest.mark.parametrize("model", ["openai/gpt-5", "openai/gpt-4"])
+def test_a_long_text_counted_in_pieces_counts_exactly_as_a_whole(model: str, words: list[str], size: int) -> None:
+    text = "".join(words)
+    cut = list(pieces(text, size))
+    assert "".join(cut) == text
+    encoder = encoding(encoding_name_for(model))
+    whole = len(encoder.encode(text, disallowed_special=()))
+    assert sum(len(encoder.encode(p, disallowed_special=())) for p in cut) == whole
+
+
+def test_pieces_are_bounded_where_the_text_allows_it() -> None:
+    text = "lorem ipsum dolor " * 100_000
+    assert max(len(p) for p in pieces(text)) < 2 * PIECE
+    assert list(pieces("x" * (3 * PIECE))) == ["x" * (3 * PIECE)], "no safe cut: not cut"

@@ -10,15 +10,17 @@ from collections.abc import Coroutine
 from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
 from . import __version__
 from .accounting import Accounting
 from .client import GatewayClient
+from .counting import TokenService
 from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
+from .outbox import Outbox, stdout_writer
 from .params import (
     ChatParams,
     ConfigureParams,
@@ -32,7 +34,7 @@ from .params import (
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
 from .protocol import Settings
-from .tokens import count_message, count_request, count_text, encoding, encoding_name_for
+from .tokens import count_request
 
 log = logging.getLogger("gateway_lm.rpc")
 _LSP_LEVELS = {
@@ -51,7 +53,8 @@ class Sidecar:
         self.models: dict[str, ModelInfo] = {}
         self.accounting = Accounting()
         self._background: set[asyncio.Future[None]] = set()
-        self.tokenizer_load: asyncio.Future[Any] | None = None  # started at initialize
+        self.tokens = TokenService()
+        self.outbox = Outbox(None)  # given the stdout writer when serving starts
 
     # ---- setup ----
 
@@ -120,6 +123,13 @@ class Sidecar:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []
         outcome = ChatOutcome()
+        self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
+        try:
+            return await self._stream(request, outcome)
+        finally:
+            self.tokens.chat_ended()
+
+    async def _stream(self, request: ChatParams, outcome: ChatOutcome) -> dict[str, Any]:
         log.info(
             "chat %s with %s: %d messages, %d tools",
             request.requestId,
@@ -128,17 +138,19 @@ class Sidecar:
             len(request.tools),
         )
         try:
-            # One notification per network read: the parts of all events that arrived together,
-            # sent at once (no timer, so an idle pipe adds no latency).
+            # Parts leave at once, or together with later ones while the previous write is pending.
             async for parts in stream_chat(request, self.settings, self.client, request.apiKey, outcome):
-                self._notify("gateway/parts", {"requestId": request.requestId, "parts": parts})
+                self.outbox.post(request.requestId, parts)
         except asyncio.CancelledError:
+            self.outbox.drop(request.requestId)
             log.info("chat %s cancelled", request.requestId)  # nothing is sent after this
             raise
         except GatewayError as error:
+            self.outbox.flush(request.requestId)  # what was shown before the failure stands
             if error.kind == "context_overflow":
                 self._learn_limit(request.model, error)
             raise
+        self.outbox.flush(request.requestId)  # every part precedes the result
         self._calibrate_later(request.model, outcome)
         log.info("chat %s finished: %s, usage %s", request.requestId, outcome.finish_reason, outcome.usage)
         return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
@@ -170,13 +182,7 @@ class Sidecar:
 
     async def count_tokens(self, params: Any) -> dict[str, Any]:
         request = validated(CountParams, params)
-        if self.tokenizer_load is not None and not self.tokenizer_load.done():
-            await asyncio.shield(self.tokenizer_load)  # a cancelled count must not cancel the load
-        counts = [
-            count_text(request.model, item) if isinstance(item, str) else count_message(request.model, item)
-            for item in request.texts
-        ]
-        return {"counts": counts}
+        return {"counts": await self.tokens.count(request.model, request.texts)}
 
     def configure(self, params: Any) -> dict[str, Any]:
         request = validated(ConfigureParams, params)
@@ -195,8 +201,7 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
         settings: dict[str, Any] = raw_settings if isinstance(raw_settings, dict) else {}
         base_url = options.get("baseUrl") if isinstance(options.get("baseUrl"), str) else None
         sidecar.apply(settings, base_url)
-        # Off the path of the first answer; counts wait for it (rfcs/0005-performance.md).
-        sidecar.tokenizer_load = asyncio.ensure_future(asyncio.to_thread(encoding, encoding_name_for("")))
+        sidecar.tokens.schedule_preload()  # off the path of the first answer (rfcs/0005-performance.md)
 
     @server.feature(types.INITIALIZED)
     def on_initialized(_: types.InitializedParams) -> None:
@@ -214,23 +219,25 @@ def serve() -> None:
     rpc_out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must never corrupt the JSON-RPC stream
     configure(logging.StreamHandler(sys.stderr), "info")
-    server, _ = build_server()
+    server, sidecar = build_server()
     try:
-        asyncio.run(_serve_stdio(server, rpc_out))
+        asyncio.run(_serve_stdio(server, sidecar, rpc_out))
     except (BrokenPipeError, KeyboardInterrupt, SystemExit):
         pass
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
 
 
-async def _serve_stdio(server: LanguageServer, rpc_out: BinaryIO) -> None:
+async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: BinaryIO) -> None:
     """pygls' message loop on an asyncio pipe reader. pygls' own stdin reader hands every read to
     a thread pool, which doubles the cost of each small request (a token count) (rfcs/0005)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     server._stop_event = threading.Event()
-    server.protocol.set_writer(StdoutWriter(rpc_out))
+    writer = await stdout_writer(rpc_out)
+    server.protocol.set_writer(writer)
+    sidecar.outbox.attach(writer)
     await run_async(
         stop_event=server._stop_event,
         reader=reader,

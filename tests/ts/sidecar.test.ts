@@ -86,7 +86,10 @@ test('the picker lists the gateway language models, all offered to agent mode', 
 test('a chat streams text, thinking and a final usage part', async () => {
   const parts = await chat('fake/reasoning', [userMessage(new stub.LanguageModelTextPart('hi'))]);
   assert.equal(textOf(parts), 'Hello from the fake gateway.');
-  assert.ok(parts.filter((p) => p instanceof stub.LanguageModelTextPart).length > 1, 'streamed in several parts');
+  // Parts that arrive together are joined (rfcs/0005); parts the gateway sends apart arrive apart.
+  const paced = await chat('fake/text', [userMessage(new stub.LanguageModelTextPart('[scenario:ttfp] hi'))]);
+  assert.equal(textOf(paced), 'Hello from the fake gateway.');
+  assert.ok(paced.filter((p) => p instanceof stub.LanguageModelTextPart).length > 1, 'streamed in several parts');
   assert.ok(parts[0] instanceof stub.LanguageModelThinkingPart);
   const last = parts.at(-1) as stub.LanguageModelDataPart;
   assert.equal(last.mimeType, 'usage');

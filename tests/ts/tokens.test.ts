@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type * as vscode from 'vscode';
+import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/rpc';
+import * as stub from './vscode-stub';
 import { TokenCounter, toolStrings } from '../../extension/tokens';
 import type { WireMessage } from '../../extension/wire';
 
@@ -65,7 +68,8 @@ test('prefetch counts every tool string in one request; the walk is then answere
   const { rpc, calls } = countingRpc();
   const counter = new TokenCounter(rpc);
   const strings = toolStrings([{ name: 'read_file', description: 'Read', inputSchema: { type: 'object', properties: { path: { type: 'string', enum: ['a', 'b'] } } } }]);
-  assert.deepEqual(strings, ['read_file', 'Read', 'type', 'object', 'properties', 'path', 'type', 'string', 'enum', 'a', 'b']);
+  // Copilot's own walk order: the keys of {name, description, parameters} too, and array indices.
+  assert.deepEqual(strings, ['name', 'read_file', 'description', 'Read', 'parameters', 'type', 'object', 'properties', 'path', 'type', 'string', 'enum', '0', 'a', '1', 'b']);
   await counter.prefetch('m', strings);
   assert.equal(calls.length, 1);
   for (const s of strings) await counter.count('m', s);
@@ -108,4 +112,35 @@ test('same-length strings that differ only in the middle get their own counts', 
   const a = 'p'.repeat(100) + 'MIDDLE' + 's'.repeat(100);
   const b = 'p'.repeat(100) + 'xxxxxx' + 's'.repeat(100);
   assert.deepEqual([await counter.count('m', a), await counter.count('m', b)], [7, 3]);
+});
+
+test("Copilot's walk through the provider: vscode.lm.tools is read on a miss only, and the tool strings go in one batch", async () => {
+  const { rpc, calls } = countingRpc();
+  const tools = [{ name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { filePath: { type: 'string' } }, required: ['filePath'] } }];
+  let reads = 0;
+  const provider = new GatewayChatProvider(rpc, {
+    apiKey: async () => undefined,
+    askForKey: async () => undefined,
+    thinking: () => 'auto',
+    loadCache: async () => [],
+    saveCache: async () => undefined,
+    onUsage() {},
+    onError() {},
+    toolStrings: () => (reads++, toolStrings(tools)),
+    log: { info() {}, warn() {}, error() {} },
+  });
+  const model = { id: 'm' } as vscode.LanguageModelChatInformation;
+  const token = new stub.CancellationTokenSource().token;
+  const walk = async () => {
+    let total = 0;
+    for (const s of toolStrings(tools)) total += await provider.provideTokenCount(model, s, token);
+    return total;
+  };
+  const first = await walk();
+  assert.equal(reads, 1, 'the first miss reads the tools once');
+  assert.equal(calls.length, 1, 'every tool string in one request');
+  assert.equal(await walk(), first);
+  assert.equal(reads, 1, 'known strings never read vscode.lm.tools');
+  assert.equal(await provider.provideTokenCount(model, 'a new string', token), 12);
+  assert.equal(reads, 2, 'a miss looks for new tools again');
 });

@@ -53,7 +53,8 @@ test('lists the gateway language models with names, windows and capabilities', a
 
 test('sendRequest streams text in several parts', async () => {
   const m = await model('fake/text');
-  const parts = await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('hi')], {}, token()));
+  // The gateway pauses 20 ms after the first word: what it sends apart arrives apart.
+  const parts = await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:ttfp] hi')], {}, token()));
   const texts = parts.filter((p) => p instanceof vscode.LanguageModelTextPart);
   assert.ok(texts.length >= 2, `${texts.length} text parts`);
   assert.equal(textOf(parts), 'Hello from the fake gateway.');

@@ -1,0 +1,93 @@
+"""`gateway/countTokens` without stalling the sidecar (rfcs/0005-performance.md).
+
+- The tokenizer (~0.35 s, much of it holding the GIL) loads when the first count needs it, or once
+  the sidecar has been idle for a moment after start: never under a chat that is streaming, which
+  would wait for the GIL behind it.
+- Small batches (the usual case: one string or message) are counted inline, which costs less than a
+  thread hop. Large ones are counted in a worker thread, piece by piece, so streams keep flowing,
+  memory stays bounded and a cancelled count stops within one piece.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .protocol import MessageIn, TextIn, ToolCallIn, ToolResultIn
+from .tokens import count_message, count_text, encoding, encoding_name_for, pieces
+
+INLINE_CHARS = 1 << 16  # below this a batch costs less than a thread hop
+PRELOAD_AFTER = 1.0  # seconds after start; Copilot's first counts usually come later than that
+
+
+class TokenService:
+    def __init__(self) -> None:
+        self._load: asyncio.Future[Any] | None = None
+        self._chats = 0
+        self._preload_due = False
+
+    # ---- loading ----
+
+    def schedule_preload(self) -> None:
+        asyncio.get_running_loop().call_later(PRELOAD_AFTER, self._preload)
+
+    def _preload(self) -> None:
+        if self._chats:
+            self._preload_due = True  # after the streams in flight end
+        else:
+            self._start_load()
+
+    def _start_load(self) -> asyncio.Future[Any]:
+        if self._load is None:
+            self._load = asyncio.ensure_future(asyncio.to_thread(encoding, encoding_name_for("")))
+        return self._load
+
+    def chat_started(self) -> None:
+        self._chats += 1
+
+    def chat_ended(self) -> None:
+        self._chats -= 1
+        if self._chats == 0 and self._preload_due:
+            self._preload_due = False
+            self._start_load()
+
+    async def ready(self) -> None:
+        load = self._start_load()
+        if not load.done():
+            await asyncio.shield(load)  # a cancelled count must not cancel the load
+
+    # ---- counting ----
+
+    async def count(self, model: str, items: list[str | MessageIn]) -> list[int]:
+        await self.ready()
+        if sum(_size(item) for item in items) <= INLINE_CHARS:
+            return [_count_item(model, item) for item in items]
+        return [await _count_off_loop(model, item) for item in items]
+
+
+def _count_item(model: str, item: str | MessageIn) -> int:
+    return count_text(model, item) if isinstance(item, str) else count_message(model, item)
+
+
+async def _count_off_loop(model: str, item: str | MessageIn) -> int:
+    if not isinstance(item, str):
+        return await asyncio.to_thread(count_message, model, item)
+    total = 0
+    for piece in pieces(item):
+        total += await asyncio.to_thread(count_text, model, piece)
+    return total
+
+
+def _size(item: str | MessageIn | Any) -> int:
+    """Characters to count, roughly: enough to tell a small batch from a large one."""
+    if isinstance(item, str):
+        return len(item)
+    if isinstance(item, MessageIn):
+        return sum(_size(part) for part in item.content)
+    if isinstance(item, TextIn):
+        return len(item.value)
+    if isinstance(item, ToolCallIn):
+        return len(str(item.input))
+    if isinstance(item, ToolResultIn):
+        return sum(_size(part) for part in item.content)
+    return 64

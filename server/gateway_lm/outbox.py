@@ -1,0 +1,161 @@
+"""The sidecar's stdout: a non-blocking pipe writer, and `gateway/parts` coalesced by backpressure.
+
+A gateway flushes one SSE event per HTTP chunk, so a busy stream makes thousands of parts a second.
+One notification each costs a write and a flush here and a frame plus a JSON parse in the extension
+host, for every part (rfcs/0005-performance.md). Instead, the first part of a burst is written at
+once, so an idle pipe adds no latency; while that write is pending (the event loop has not come back
+round yet, or the pipe is full), later parts of the same request gather in the outbox and leave as
+one notification, adjacent text merged, when it drains. There is no timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from pydantic_core import to_json
+from pygls.io_ import StdoutWriter
+
+from .protocol import PartOut, TextPart, ThinkingPart
+
+log = logging.getLogger("gateway_lm.outbox")
+
+
+class _PipeProtocol(asyncio.BaseProtocol):
+    def __init__(self) -> None:
+        self.on_drained: Callable[[], None] | None = None
+
+    def pause_writing(self) -> None:
+        pass
+
+    def resume_writing(self) -> None:
+        waiting, self.on_drained = self.on_drained, None
+        if waiting is not None:
+            waiting()
+
+
+class PipeWriter:
+    """pygls' writer interface on an asyncio write transport: `write()` never blocks the event loop
+    (pygls' own writer does a blocking write and a flush per message)."""
+
+    def __init__(self, transport: asyncio.WriteTransport, protocol: _PipeProtocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+        transport.set_write_buffer_limits(high=0)  # resume_writing() as soon as the buffer is empty
+
+    def write(self, data: bytes) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self._transport.close()
+
+    @property
+    def backlog(self) -> int:
+        return self._transport.get_write_buffer_size()
+
+    def when_drained(self, callback: Callable[[], None]) -> None:
+        if self.backlog == 0:
+            callback()
+        else:
+            self._protocol.on_drained = callback
+
+
+async def stdout_writer(stream: BinaryIO) -> PipeWriter | StdoutWriter:
+    """A pipe writer on the sidecar's stdout; pygls' blocking writer where stdout is not a pipe."""
+    loop = asyncio.get_running_loop()
+    try:
+        transport, protocol = await loop.connect_write_pipe(_PipeProtocol, stream)
+    except (ValueError, OSError):  # a regular file: pipes, sockets and terminals only
+        return StdoutWriter(stream)
+    return PipeWriter(transport, protocol)
+
+
+def frame(method: str, params: dict[str, Any]) -> bytes:
+    """One JSON-RPC notification in LSP framing. Non-finite numbers become null: never NaN on the wire."""
+    body = to_json({"jsonrpc": "2.0", "method": method, "params": params}, inf_nan_mode="null")
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+class Outbox:
+    """`gateway/parts` per request, in order, coalesced while the previous write is pending."""
+
+    def __init__(self, writer: PipeWriter | StdoutWriter | None) -> None:
+        self._writer = writer
+        self._pending: dict[str | int, list[PartOut]] = {}
+        self._busy = False
+
+    def attach(self, writer: PipeWriter | StdoutWriter) -> None:
+        self._writer = writer
+
+    def post(self, request_id: str | int, parts: list[PartOut]) -> None:
+        if not parts:
+            return
+        if self._busy or self._pending:
+            self._pending.setdefault(request_id, []).extend(parts)
+        else:
+            self._write(request_id, parts)
+
+    def flush(self, request_id: str | int) -> None:
+        """Sends what is waiting for this request now: its result must not overtake its parts."""
+        parts = self._pending.pop(request_id, None)
+        if parts:
+            self._write(request_id, parts)
+
+    def drop(self, request_id: str | int) -> None:
+        """A cancelled request's waiting parts are never sent (rfcs/0003-rpc-contract.md)."""
+        self._pending.pop(request_id, None)
+
+    def _write(self, request_id: str | int, parts: list[PartOut]) -> None:
+        if self._writer is None:
+            log.warning("no client to send %d parts to", len(parts))
+            return
+        self._writer.write(frame("gateway/parts", {"requestId": request_id, "parts": coalesced(parts)}))
+        if not self._busy:
+            self._busy = True
+            asyncio.get_running_loop().call_soon(self._on_loop_turn)
+
+    def _on_loop_turn(self) -> None:
+        if isinstance(self._writer, PipeWriter) and self._writer.backlog:
+            self._writer.when_drained(self._on_loop_turn)  # the pipe is full: the client reads slower
+            return
+        self._busy = False
+        waiting, self._pending = self._pending, {}
+        for request_id, parts in waiting.items():
+            self._write(request_id, parts)
+
+
+def coalesced(parts: list[PartOut]) -> list[PartOut]:
+    """Adjacent text parts joined into one (and thinking of the same item): the extension then reports
+    one part instead of hundreds, and the user sees the same characters."""
+    out: list[PartOut] = []
+    run: list[str] = []  # the values of the text or thinking run that ends `out`
+    for part in parts:
+        if run and _joins(out[-1], part):
+            run.append(_value(part))
+            continue
+        if len(run) > 1:
+            out[-1] = _joined(out[-1], run)
+        out.append(part)
+        run = [_value(part)] if part["type"] in ("text", "thinking") else []
+    if len(run) > 1:
+        out[-1] = _joined(out[-1], run)
+    return out
+
+
+def _joins(last: PartOut, part: PartOut) -> bool:
+    if last["type"] == "text":
+        return part["type"] == "text"
+    return last["type"] == "thinking" and part["type"] == "thinking" and last["id"] == part["id"]
+
+
+def _value(part: PartOut) -> str:
+    return part["value"] if part["type"] in ("text", "thinking") else ""
+
+
+def _joined(first: PartOut, values: list[str]) -> PartOut:
+    if first["type"] == "thinking":
+        return ThinkingPart(type="thinking", value="".join(values), id=first["id"])
+    return TextPart(type="text", value="".join(values))

@@ -1,0 +1,102 @@
+"""gateway/parts coalescing: what the extension receives is what the stream said, in fewer parts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+import pytest
+
+from gateway_lm.outbox import Outbox, PipeWriter, coalesced, stdout_writer
+from gateway_lm.protocol import PartOut
+
+
+def text(value: str) -> PartOut:
+    return {"type": "text", "value": value}
+
+
+def thinking(value: str, item: str | None = "rs_1") -> PartOut:
+    return {"type": "thinking", "value": value, "id": item}
+
+
+def test_adjacent_text_and_same_item_thinking_join_and_nothing_else_moves() -> None:
+    call: PartOut = {"type": "toolCall", "callId": "c1", "name": "read_file", "input": {}}
+    parts = [thinking("a"), thinking("b"), thinking("c", "rs_2"), text("x"), text("y"), call, text("z")]
+    assert coalesced(parts) == [thinking("ab"), thinking("c", "rs_2"), text("xy"), call, text("z")]
+    assert coalesced([]) == []
+    assert coalesced([text("only")]) == [text("only")]
+
+
+def frames(data: bytes) -> list[dict[str, Any]]:
+    messages = []
+    while data:
+        header, _, rest = data.partition(b"\r\n\r\n")
+        length = int(header.split(b":")[1])
+        messages.append(json.loads(rest[:length]))
+        data = rest[length:]
+    return messages
+
+
+@pytest.mark.asyncio
+async def test_a_burst_leaves_as_one_notification_after_the_first_and_results_never_overtake() -> None:
+    read_end, write_end = os.pipe()
+    writer = await stdout_writer(os.fdopen(write_end, "wb", buffering=0))
+    assert isinstance(writer, PipeWriter)
+    outbox = Outbox(writer)
+    outbox.post("r1", [text("first")])  # an idle pipe: written at once
+    for n in range(100):
+        outbox.post("r1", [text(f" {n}")])  # the same loop turn: gathered
+    outbox.post("r2", [text("other")])
+    outbox.flush("r1")  # r1's result is due: its parts go first
+    await asyncio.sleep(0.01)
+    outbox.post("r2", [text(" more")])  # idle again: at once
+    outbox.post("r2", [text(" lost")])
+    outbox.drop("r2")  # cancelled before the next turn: what was waiting is never sent
+    await asyncio.sleep(0.01)
+    writer.close()
+    received = frames(os.read(read_end, 1 << 20))
+    assert [m["params"]["requestId"] for m in received] == ["r1", "r1", "r2", "r2"]
+    assert received[0]["params"]["parts"] == [text("first")]
+    assert received[1]["params"]["parts"] == [text("".join(f" {n}" for n in range(100)))]
+    assert received[2]["params"]["parts"] == [text("other")]
+    assert received[3]["params"]["parts"] == [text(" more")]
+
+
+@pytest.mark.asyncio
+async def test_a_full_pipe_gathers_parts_until_it_drains() -> None:
+    read_end, write_end = os.pipe()
+    writer = await stdout_writer(os.fdopen(write_end, "wb", buffering=0))
+    outbox = Outbox(writer)
+    outbox.post("r", [text("x" * (1 << 20))])  # more than the pipe holds: a backlog remains
+    await asyncio.sleep(0.01)
+    for n in range(50):
+        outbox.post("r", [text(str(n))])
+        await asyncio.sleep(0)  # loop turns pass, but the pipe is still full
+    data = b""
+    while len(frames_safe(data)) < 2:
+        await asyncio.sleep(0.001)
+        data += os.read(read_end, 1 << 20)
+    received = frames_safe(data)
+    assert len(received) == 2, "everything posted while the pipe was full left as one notification"
+    assert received[1]["params"]["parts"] == [text("".join(str(n) for n in range(50)))]
+
+
+def frames_safe(data: bytes) -> list[dict[str, Any]]:
+    try:
+        return frames(data)
+    except (ValueError, IndexError):
+        return frames(data[: _complete_prefix(data)])
+
+
+def _complete_prefix(data: bytes) -> int:
+    end = 0
+    while True:
+        header, sep, rest = data[end:].partition(b"\r\n\r\n")
+        if not sep:
+            return end
+        length = int(header.split(b":")[1])
+        if len(rest) < length:
+            return end
+        end += len(header) + len(sep) + length
