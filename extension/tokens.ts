@@ -19,6 +19,9 @@ export interface SavedCounts {
   hashed: Record<string, number>;
 }
 
+const SLICE = 1 << 20; // characters per request for a huge text
+const PERSIST_LIMIT = 1 << 16; // longer texts are remembered in memory only
+
 export class TokenCounter {
   // model → text → exact count. Two levels, not one `model + text` key: a string Copilot asks about
   // again is the same object, whose hash V8 keeps; a concatenated key is hashed afresh each time
@@ -31,6 +34,8 @@ export class TokenCounter {
   // Messages by model → role → text of their one text part, or by object (rfcs/0004).
   private readonly messageTexts = new Map<string, Map<number, Map<string, number>>>();
   private readonly byObject = new WeakMap<object, Map<string, number>>();
+  // The last huge text (Copilot asks again right away): kept out of the memo, which would hold it for good.
+  private huge: { model: string; text: string; count: number } | undefined;
   private pending: Pending[] = [];
   private dirty = false;
 
@@ -52,8 +57,23 @@ export class TokenCounter {
 
   /** The exact count: from memory, from disk, or asked of the sidecar. */
   private exact(model: string, item: string | WireMessage): number | Promise<number> {
+    if (typeof item === 'string' && item.length > SLICE) {
+      return this.huge?.model === model && this.huge.text === item ? this.huge.count : this.askInSlices(model, item);
+    }
     const text = textOf(item);
     return this.memo.get(model)?.get(text) ?? this.fromDisk(model, text) ?? this.ask(model, item, text);
+  }
+
+  /** A huge text crosses in slices, one request each: serialising it whole would hold the extension
+   * host for ~0.1 s per 20 MB, and the sidecar's JSON parse as long (rfcs/0005-performance.md). */
+  private async askInSlices(model: string, text: string): Promise<number> {
+    let total = 0;
+    for (const slice of slices(text, SLICE)) {
+      const { counts } = await this.rpc.request<{ counts: number[] }>('gateway/countTokens', { model, texts: [slice] });
+      total += counts[0];
+    }
+    this.huge = { model, text, count: total };
+    return total;
   }
 
   private ask(model: string, item: string | WireMessage, text: string): Promise<number> {
@@ -118,6 +138,7 @@ export class TokenCounter {
     const hashed: Record<string, number> = Object.fromEntries(this.persisted);
     for (const [model, counts] of this.memo) {
       for (const [text, count] of counts) {
+        if (text.length > PERSIST_LIMIT) continue; // hashing it would cost more than counting it again
         const key = keyOf(model, text);
         if (this.public.has(key)) plain[key] = count;
         else hashed[hash(key)] = count;
@@ -147,7 +168,7 @@ export class TokenCounter {
   }
 
   private fromDisk(model: string, text: string): number | undefined {
-    if (this.persisted.size === 0) return undefined;
+    if (this.persisted.size === 0 || text.length > PERSIST_LIMIT) return undefined;
     const count = this.persisted.get(hash(keyOf(model, text)));
     if (count !== undefined) this.remember(model, text, count, false);
     return count;
@@ -193,6 +214,37 @@ export class TokenCounter {
       }
     }
   }
+}
+
+/** A long text cut where no o200k or cl100k token can span the cut, so the slices' counts add up
+ * exactly: before a space that follows a non-space, or after a newline that precedes a non-space other
+ * than "/". The sidecar cuts by the same rule (`pieces` in tokens.py, whose tests check the sums).
+ * Anything either language calls a space counts as one here, which only ever removes cut points. */
+export function slices(text: string, size: number): string[] {
+  const out: string[] = [];
+  let start = 0;
+  while (text.length - start > size) {
+    const cut = cutPoint(text, start + size);
+    if (cut < 0) break;
+    out.push(text.slice(start, cut));
+    start = cut;
+  }
+  out.push(text.slice(start));
+  return out;
+}
+
+function cutPoint(text: string, from: number): number {
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const previous = text.charCodeAt(i - 1);
+    if (c === 32 && !isSpace(previous)) return i;
+    if (previous === 10 && c !== 47 && !isSpace(c)) return i;
+  }
+  return -1;
+}
+
+function isSpace(code: number): boolean {
+  return (code >= 9 && code <= 13) || (code >= 0x1c && code <= 0x20) || code === 0x85 || code === 0xa0 || (code >= 0x1680 && /\s/.test(String.fromCharCode(code)));
 }
 
 /** Messages are keyed by their JSON (or role and text, behind \u0002), marked so that no plain string

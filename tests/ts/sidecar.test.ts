@@ -151,3 +151,11 @@ test('token counts for strings and messages', async () => {
   assert.ok(counts[0] > 2);
   assert.equal(counts[1], 0);
 });
+
+test('a huge text is counted in slices, exactly as the sidecar counts it whole', async () => {
+  const line = (i: number) => (i % 7 === 0 ? `\n/${i}\n  indented  ${i}` : ` word${i}, "quoted"\t/path/${i}`);
+  const huge = Array.from({ length: 120_000 }, (_, i) => line(i)).join(''); // ~2.5 MB: three slices
+  const model = { id: 'openai/gpt-5' } as vscode.LanguageModelChatInformation;
+  const whole = await connection.sendRequest<{ counts: number[] }>('gateway/countTokens', { model: 'openai/gpt-5', texts: [huge] });
+  assert.equal(await provider.provideTokenCount(model, huge, token()), whole.counts[0]);
+});
