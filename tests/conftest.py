@@ -21,8 +21,14 @@ def gateway() -> Iterator[FakeServer]:
     server.server_close()
 
 
-# ---- the reliability table (tests/test_reliability.py fills it; printed at the end of the run) ----
+# ---- the reliability table (tests/test_reliability.py and tests/test_untrusted.py fill it; printed
+# at the end of the run) ----
 RELIABILITY_ROWS: list[tuple[str, str, str, bool]] = []
+
+
+def record(scenario: str, expected: str, observed: str, ok: bool) -> None:
+    RELIABILITY_ROWS.append((scenario, expected, observed, ok))
+    assert ok, f"{scenario}: expected {expected}, observed {observed}"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

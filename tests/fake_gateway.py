@@ -1,7 +1,8 @@
 """A real HTTP server on 127.0.0.1 that speaks like the Vercel AI Gateway, by scenario.
 
 The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the last user message,
-or the model id (`fake/<scenario>`). Every request is
+or the model id (`fake/<scenario>`); `GET …/echo-key/…/models` and `GET …/hostile/…/models` pick a
+catalogue answer by the base URL's path. Every request is
 recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
 other processes (Node, VS Code) can assert what reached the gateway.
 
@@ -75,6 +76,27 @@ MODELS = [
     },
     {"id": "fake/embed", "name": "Fake Embedding", "type": "embedding", "owned_by": "fake"},
 ]
+
+# What a careless or hostile gateway lists: numbers JSON cannot carry (Python's parser reads them as
+# inf/nan), negative and absurd values, wrong types, and entries that are not objects at all.
+HOSTILE_MODELS = b"""{"object": "list", "data": [
+  {"id": "hostile/nan-price", "type": "language", "context_window": 128000, "max_tokens": 4096,
+   "tags": ["tool-use"], "pricing": {"input": "NaN", "output": "1e400", "input_cache_read": "-1",
+   "input_cache_write": true}},
+  {"id": "hostile/inf-window", "type": "language", "context_window": 1e400, "max_tokens": 1e400,
+   "tags": 5, "pricing": [1]},
+  {"id": "hostile/nan-window", "type": "language", "context_window": NaN, "max_tokens": -Infinity,
+   "tags": ["tool-use", 7], "name": {"x": 1}, "pricing": {"input": [{"price": "Infinity"}], "output": [null]}},
+  {"id": "hostile/absurd", "type": "language", "context_window": 1e300, "max_tokens": 0.5,
+   "pricing": {"input": "1e-400", "output": "5000"}},
+  {"id": 5}, "not an object", null, [],
+  {"id": "fake/text", "name": "Fake Text", "type": "language", "owned_by": "fake", "context_window": 200000,
+   "max_tokens": 32000, "tags": ["tool-use"], "pricing": {"input": "0.000003", "output": "0.000015"}}
+]}"""
+
+
+def echo_key_error(authorization: str | None) -> dict[str, Any]:
+    return {"error": {"message": f"Invalid API key in '{authorization}'", "type": "authentication_error"}}
 
 
 def sse(event: dict[str, Any]) -> bytes:
@@ -200,7 +222,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": MODELS})
+            if "/echo-key/" in self.path:  # a gateway that quotes the key it was sent
+                self._json(401, echo_key_error(self.headers.get("authorization")))
+            elif "/hostile/" in self.path:
+                self._raw(200, HOSTILE_MODELS, "application/json")
+            else:
+                self._json(200, {"object": "list", "data": MODELS})
         elif self.path == "/_requests":
             with self.server.gateway.lock:
                 self._json(200, self.server.gateway.requests)
@@ -273,6 +300,12 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         )
         h._raw(400, body_text.encode(), "application/json")
         return
+    if scenario.startswith("ratelimit-after:"):
+        h._raw(429, ERRORS[429][0].encode(), "application/json", {"retry-after": scenario.partition(":")[2]})
+        return
+    if scenario == "echo-key-401":
+        h._json(401, echo_key_error(h.headers.get("authorization")))
+        return
     if scenario == "ratelimit-noheader":
         h._raw(429, ERRORS[429][0].encode(), "application/json")
         return
@@ -297,6 +330,10 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
             pass
         return
     h._start_stream()
+    if scenario == "echo-key-stream":
+        error = {"type": "error", "error": echo_key_error(h.headers.get("authorization"))["error"]}
+        h._send(entry, [created, *text_events(["Partial"]), error])
+        return
     if scenario == "tools":
         outputs = tool_outputs(body)
         if outputs:
@@ -559,6 +596,7 @@ def serve_error(h: Handler, status: int) -> None:
 class FakeServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # two sidecars' dozens of chats at once; the default 5 refuses some
 
     def __init__(self, port: int = 0) -> None:
         super().__init__(("127.0.0.1", port), Handler)

@@ -75,14 +75,24 @@ def test_models_lists_language_models(gateway: FakeServer) -> None:
     assert run.returncode == 0 and "fake/text" in ids and "fake/embed" not in ids
 
 
-def test_the_key_never_appears_in_output(gateway: FakeServer) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("chat", "--model", "fake/echo-key-401", "hi"),
+        ("chat", "--json", "--model", "fake/echo-key-401", "hi"),
+        ("chat", "--json", "--model", "fake/echo-key-stream", "hi"),
+        ("models", "--json"),
+    ],
+)
+def test_an_echoed_key_never_appears_in_output(gateway: FakeServer, command: tuple[str, ...]) -> None:
+    """The fake gateway quotes the key it received (in a 401 body or a stream's error event)."""
+    base_url = gateway.base_url.replace("/v1", "/echo-key/v1") if command[0] == "models" else gateway.base_url
     run = cli(
-        "chat",
+        *command[:1],
         "--base-url",
-        gateway.base_url,
-        "--model",
-        "fake/error-401",
-        "hi",
+        base_url,
+        *command[1:],
         env={"AI_GATEWAY_API_KEY": "sk-secret-canary-123"},
     )
+    assert run.returncode == 1 and "[redacted]" in run.stderr  # the gateway did echo it
     assert "sk-secret-canary-123" not in run.stdout + run.stderr

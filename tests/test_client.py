@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fake_gateway import FakeServer
-from gateway_lm.client import GatewayClient, parse_retry_after
+from gateway_lm.client import MAX_REPORTED_RETRY_AFTER, GatewayClient, parse_retry_after
 from gateway_lm.errors import GatewayError
 from gateway_lm.models import catalogue
 from gateway_lm.pipeline import ChatOutcome, stream_chat
@@ -224,6 +224,23 @@ def test_retry_after_forms() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert parse_retry_after("soon") is None
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("inf", None),
+        ("1e999", None),
+        ("nan", None),
+        ("-Infinity", None),
+        ("-5", 0.0),
+        ("1e300", MAX_REPORTED_RETRY_AFTER),
+        ("Fri, 31 Dec 9999 23:59:59 GMT", MAX_REPORTED_RETRY_AFTER),
+        ("Mon, 99 Foo 2015 07:28:00 GMT", None),
+    ],
+)
+def test_retry_after_is_finite_and_bounded(header: str, seconds: float | None) -> None:
+    assert parse_retry_after(header) == seconds
 
 
 async def test_an_unreadable_ca_bundle_falls_back_to_system_certificates(gateway: FakeServer) -> None:

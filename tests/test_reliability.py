@@ -273,7 +273,7 @@ async def test_the_key_appears_nowhere(module_gateway: FakeServer) -> None:
     await sidecar.start(module_gateway.base_url, {"logLevel": "debug", "maxRetries": 0}, env={"AI_GATEWAY_API_KEY": ""})
     errors: list[str] = []
     try:
-        for scenario in ("text", "tools", "error-401", "failed", "reset"):
+        for scenario in ("text", "tools", "error-401", "echo-key-401", "echo-key-stream", "failed", "reset"):
             params = {
                 "requestId": scenario,
                 "model": "fake/text",

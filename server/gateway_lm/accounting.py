@@ -5,20 +5,24 @@
   factor is smoothed and bounded, and the extension multiplies its exact counts by it.
 - Learned limits: when the gateway says a request overflowed the context, the limit it names
   replaces the catalogue's, so Copilot summarises before the next overflow.
+
+Each VS Code window runs its own sidecar on the same `accounting.json` (statefile.py says how it is
+read and written); a save writes only the models this sidecar changed over what is on disk.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
 from pathlib import Path
-from typing import Any
+
+from .statefile import MAX_FACTOR, MAX_LIMIT, MIN_FACTOR, MIN_LIMIT, State, read_state, write_state
 
 log = logging.getLogger("gateway_lm.accounting")
 
-MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
+__all__ = ["MAX_FACTOR", "MIN_FACTOR", "Accounting", "limit_from_message"]
+
 SMOOTHING = 0.5  # weight of the newest observation once a model has a factor
 MIN_ESTIMATE = 50  # tiny requests say more about fixed overheads than about the tokenizer
 _LIMIT = re.compile(
@@ -33,14 +37,24 @@ class Accounting:
         self._path = Path(state_dir) / "accounting.json" if state_dir else None
         self.factors: dict[str, float] = {}
         self.limits: dict[str, int] = {}
-        self._load()
+        self._changed = State()  # what this sidecar learned since its last save
+        if self._path is not None:
+            state, dropped = read_state(self._path)
+            self.factors, self.limits = state.factors, state.limits
+            if dropped:
+                log.warning(
+                    "ignored %d invalid entries of %s (%s); the next save repairs it",
+                    len(dropped),
+                    self._path,
+                    ", ".join(dropped[:5]) + (", …" if len(dropped) > 5 else ""),
+                )
 
     def factor(self, model: str) -> float:
         return self.factors.get(model, 1.0)
 
     def observe(self, model: str, estimate: int, reported: int) -> float | None:
         """Updates the model's factor from one response; returns the new factor when it changed."""
-        if estimate < MIN_ESTIMATE or reported <= 0:
+        if estimate < MIN_ESTIMATE or not 0 < reported < math.inf:
             return None
         ratio = min(MAX_FACTOR, max(MIN_FACTOR, reported / estimate))
         previous = self.factors.get(model)
@@ -48,7 +62,7 @@ class Accounting:
         factor = round(factor, 4)
         if previous is not None and math.isclose(previous, factor, abs_tol=1e-4):
             return None
-        self.factors[model] = factor
+        self.factors[model] = self._changed.factors[model] = factor
         self._save()
         log.info("calibration for %s: estimate %d, reported %d, factor %.3f", model, estimate, reported, factor)
         return factor
@@ -57,31 +71,22 @@ class Accounting:
         limit = limit_from_message(message)
         if limit is None or self.limits.get(model) == limit:
             return None
-        self.limits[model] = limit
+        self.limits[model] = self._changed.limits[model] = limit
         self._save()
         log.info("learned the input limit of %s: %d tokens", model, limit)
         return limit
-
-    def _load(self) -> None:
-        if self._path is None or not self._path.exists():
-            return
-        try:
-            data: Any = json.loads(self._path.read_text(encoding="utf-8"))
-            self.factors = {str(k): float(v) for k, v in data.get("factors", {}).items()}
-            self.limits = {str(k): int(v) for k, v in data.get("limits", {}).items()}
-        except (OSError, ValueError, AttributeError, TypeError):
-            log.warning("ignored an unreadable %s", self._path)
 
     def _save(self) -> None:
         if self._path is None:
             return
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self._path.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"factors": self.factors, "limits": self.limits}), encoding="utf-8")
-            temporary.replace(self._path)
+            merged = write_state(self._path, self._changed)
         except OSError as error:
-            log.warning("could not save %s: %s", self._path, error)
+            log.warning("could not save %s: %s", self._path, error)  # the next save tries again
+            return
+        self._changed = State()
+        # What other windows learned is ours too from now on (limits shape our model list).
+        self.factors, self.limits = merged.factors, merged.limits
 
 
 def limit_from_message(message: str) -> int | None:
@@ -89,7 +94,7 @@ def limit_from_message(message: str) -> int | None:
     "prompt is too long: 210000 tokens > 200000 maximum", "…exceeds the limit of 1,048,576"."""
     candidates = []
     for match in _LIMIT.finditer(message):
-        number = int((match.group(1) or match.group(2)).replace(",", ""))
-        if number >= 1000:
-            candidates.append(number)
+        digits = (match.group(1) or match.group(2)).replace(",", "")
+        if len(digits) <= len(str(MAX_LIMIT)) and MIN_LIMIT <= int(digits) <= MAX_LIMIT:
+            candidates.append(int(digits))
     return min(candidates) if candidates else None

@@ -6,59 +6,68 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from .adapt import StreamAdapter
 from .client import GatewayClient
 from .errors import GatewayError
+from .logs import ClientLogHandler, Redactor, configure
 from .models import catalogue
 from .pipeline import stream_chat
-from .protocol import ChatRequest, PartOut, Settings
+from .protocol import ChatRequest, PartOut, Settings, updated_settings
 from .replay import events_from_recording
 
 DEFAULT_MODEL = "openai/gpt-5-mini"
 
 
 class Output:
-    """Parts to the terminal: answer on stdout, the rest on stderr; or JSON lines with --json."""
+    """Parts to the terminal: answer on stdout, the rest on stderr; or JSON lines with --json.
+    Everything written goes through the redactor: the gateway may quote the key back."""
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, redact: Callable[[str], str]) -> None:
         self.as_json = as_json
+        self.redact = redact
+
+    def out(self, text: str) -> None:
+        sys.stdout.write(self.redact(text))
+
+    def err(self, text: str) -> None:
+        sys.stderr.write(self.redact(text))
 
     def parts(self, parts: Iterable[PartOut]) -> None:
         for part in parts:
             if self.as_json:
-                sys.stdout.write(json.dumps(part, ensure_ascii=False) + "\n")
+                self.out(json.dumps(part, ensure_ascii=False) + "\n")
             else:
                 self._human(part)
         sys.stdout.flush()
 
     def _human(self, part: PartOut) -> None:
         if part["type"] == "text":
-            sys.stdout.write(part["value"])
+            self.out(part["value"])
         elif part["type"] == "thinking":
-            sys.stderr.write(part["value"])
+            self.err(part["value"])
         elif part["type"] == "toolCall":
-            sys.stderr.write(f"\n[tool call {part['name']} {json.dumps(part['input'])}]\n")
+            self.err(f"\n[tool call {part['name']} {json.dumps(part['input'])}]\n")
         elif part["type"] == "usage":
-            sys.stderr.write(
+            self.err(
                 f"\nusage: input {part['inputTokens']} (cached {part['cachedTokens']}) · "
                 f"output {part['outputTokens']} (reasoning {part['reasoningTokens']}) · "
                 f"total {part['totalTokens']}\n"
             )
         elif part["type"] == "finish":
-            sys.stdout.write("\n")
+            self.out("\n")
             if part["reason"] != "stop":
-                sys.stderr.write(f"finish: {part['reason']}\n")
+                self.err(f"finish: {part['reason']}\n")
 
     def error(self, error: GatewayError) -> None:
         if self.as_json:
             part = {"type": "error", "kind": error.kind, "message": error.message, "status": error.status}
-            sys.stdout.write(json.dumps(part, ensure_ascii=False) + "\n")
+            self.out(json.dumps(part, ensure_ascii=False) + "\n")
             sys.stdout.flush()
-        sys.stderr.write(f"error: {error.kind}: {error.message}\n")
+        self.err(f"error: {error.kind}: {error.message}\n")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -69,7 +78,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides["idleTimeout"] = args.idle_timeout
     if getattr(args, "max_retries", None) is not None:
         overrides["maxRetries"] = args.max_retries
-    return Settings(**overrides)
+    settings, problems = updated_settings(Settings(), overrides)
+    if problems:
+        options = {"baseUrl": "--base-url", "idleTimeout": "--idle-timeout", "maxRetries": "--max-retries"}
+        raise GatewayError("bad_request", "; ".join(f"{options[name]}: {why}" for name, why in problems.items()))
+    return settings
 
 
 async def run_chat(args: argparse.Namespace, out: Output) -> None:
@@ -106,11 +119,11 @@ async def run_models(args: argparse.Namespace, out: Output) -> None:
         await client.aclose()
     if out.as_json:
         for model in models:
-            print(model.model_dump_json())
+            out.out(model.model_dump_json() + "\n")
         return
     for model in models:
         tools = "tools" if model.capabilities.toolCalling else "no tools"
-        print(f"{model.id}\t{model.name}\tcontext {model.contextWindow}\t{tools}")
+        out.out(f"{model.id}\t{model.name}\tcontext {model.contextWindow}\t{tools}\n")
 
 
 def run_count(args: argparse.Namespace, out: Output) -> None:
@@ -119,7 +132,7 @@ def run_count(args: argparse.Namespace, out: Output) -> None:
     body = json.loads(Path(args.file).read_text(encoding="utf-8"))
     if not isinstance(body, dict):
         raise GatewayError("bad_request", f"{args.file} does not hold a JSON object")
-    print(count_request(body, args.model or str(body.get("model") or "")))
+    out.out(f"{count_request(body, args.model or str(body.get('model') or ''))}\n")
 
 
 def run_serve(args: argparse.Namespace, out: Output) -> None:
@@ -159,7 +172,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    out = Output(bool(getattr(args, "json", False)))
+    redact = Redactor()  # the keys in the environment: the CLI's only keys
+    out = Output(bool(getattr(args, "json", False)), redact)
+    if args.command != "serve":  # the sidecar sets up its own logging
+        configure(ClientLogHandler(redact, lambda _, message: out.err(message + "\n")), "warning")
     try:
         dispatch(args, out)
     except GatewayError as error:

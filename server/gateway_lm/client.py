@@ -8,7 +8,9 @@ between two reads of the stream.
 
 from __future__ import annotations
 
+import datetime
 import logging
+import math
 import os
 import random
 import ssl
@@ -28,6 +30,7 @@ log = logging.getLogger("gateway_lm.client")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 20.0  # longer waits are the user's call, not a silent stall
+MAX_REPORTED_RETRY_AFTER = 86_400.0  # a day; a longer `retry-after` is reported as this
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 
@@ -47,19 +50,21 @@ def _verify(settings: Settings) -> ssl.SSLContext | bool:
 
 
 def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait, from either form of the header: finite, ≥ 0 and at most a day (it travels to
+    the extension as JSON, which has no Infinity); None for anything else."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        try:
+            when = parsedate_to_datetime(value)
+            seconds = (when - datetime.datetime.now(when.tzinfo)).total_seconds()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    if not math.isfinite(seconds):
         return None
-    import datetime as _dt
-
-    return max(0.0, (when - _dt.datetime.now(when.tzinfo)).total_seconds())
+    return min(max(0.0, seconds), MAX_REPORTED_RETRY_AFTER)
 
 
 class GatewayClient:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 
@@ -20,6 +21,7 @@ LEVELS = {
     "trace": logging.DEBUG,
 }
 _MIN_SECRET = 8  # shorter strings are too likely to occur by chance to be worth redacting
+_ERROR_LINE = re.compile(r"^[\s|+]*([A-Za-z_][\w.]*: .*)$", re.MULTILINE)  # "  | KeyError: 'id'"
 
 
 class Redactor:
@@ -72,9 +74,28 @@ def _not_a_reported_rpc_error(record: logging.LogRecord) -> bool:
     return type(error).__name__ != "JsonRpcException"
 
 
+def _brief(value: object) -> object:
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        if "\n" not in value:
+            return value[:300]
+        errors = _ERROR_LINE.findall(value)  # a formatted traceback → the error it ends in
+        return errors[-1][:300] if errors else "<traceback>"
+    return f"<{type(value).__name__}>"
+
+
+def _pygls_without_payloads(record: logging.LogRecord) -> bool:
+    # pygls puts whole messages (params, an API key among them) and formatted tracebacks into its
+    # log arguments; keep its words, each argument cut to a type name or one line.
+    if record.name.startswith("pygls") and isinstance(record.args, tuple):
+        record.args = tuple(_brief(arg) for arg in record.args)
+    return True
+
+
 def configure(handler: logging.Handler, level_name: str) -> None:
     handler.setFormatter(OneLine())
-    handler.filters[:] = [_not_a_reported_rpc_error]
+    handler.filters[:] = [_not_a_reported_rpc_error, _pygls_without_payloads]
     for name, level in (
         ("gateway_lm", LEVELS.get(level_name.lower(), logging.INFO)),
         ("pygls", logging.WARNING),

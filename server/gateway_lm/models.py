@@ -1,13 +1,22 @@
-"""The model catalogue: the gateway's `/models` entries → what the editor's picker needs."""
+"""The model catalogue: the gateway's `/models` entries → what the editor's picker needs.
+
+Every entry is untrusted: a number that is not finite or not within its bounds is dropped (the field
+takes its default), and an entry that still cannot be read is dropped, never the whole list.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+log = logging.getLogger("gateway_lm.models")
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 DEFAULT_MAX_OUTPUT = 16_384
+MAX_TOKENS = 100_000_000  # bound of context windows and output limits: 50× today's largest window
+MAX_PRICE = 1_000_000.0  # USD per million tokens; one dollar a token is already no real price
 PER_MILLION = 1_000_000
 
 
@@ -19,6 +28,8 @@ class Capabilities(BaseModel):
 class Pricing(BaseModel):
     """USD per million tokens; None where the gateway gives no price."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
+
     input: float | None = None
     output: float | None = None
     cacheRead: float | None = None
@@ -26,6 +37,7 @@ class Pricing(BaseModel):
 
 
 class ModelInfo(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)
     id: str
     name: str
     family: str
@@ -47,15 +59,16 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
         return None
     if raw.get("type", "language") != "language":
         return None
-    tags = [t for t in raw.get("tags") or [] if isinstance(t, str)]
-    context = _positive_int(raw.get("context_window")) or DEFAULT_CONTEXT_WINDOW
-    max_output = min(_positive_int(raw.get("max_tokens")) or DEFAULT_MAX_OUTPUT, context)
+    raw_tags = raw.get("tags")
+    tags = [t for t in raw_tags if isinstance(t, str)] if isinstance(raw_tags, list) else []
+    context = _token_count(raw.get("context_window")) or DEFAULT_CONTEXT_WINDOW
+    max_output = min(_token_count(raw.get("max_tokens")) or DEFAULT_MAX_OUTPUT, context)
     owner, _, short = model_id.partition("/")
     return ModelInfo(
         id=model_id,
-        name=str(raw.get("name") or model_id),
+        name=_text(raw.get("name")) or model_id,
         family=short or model_id,
-        version=str(raw.get("released") or raw.get("created") or model_id),
+        version=_text(raw.get("released")) or _text(raw.get("created")) or model_id,
         contextWindow=context,
         maxInputTokens=input_budget(context, max_output, output_reservation),
         maxOutputTokens=max_output,
@@ -63,8 +76,8 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
         reasoning="reasoning" in tags or bool(raw.get("reasoning_options")),
         pricing=pricing_from(raw.get("pricing")),
         tags=tags,
-        ownedBy=str(raw.get("owned_by") or owner),
-        description=str(raw.get("description") or ""),
+        ownedBy=_text(raw.get("owned_by")) or owner,
+        description=_text(raw.get("description")),
     )
 
 
@@ -86,23 +99,43 @@ def pricing_from(raw: Any) -> Pricing:
 
 
 def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list[ModelInfo]:
-    models = [model_from_gateway(raw, output_reservation) for raw in raw_models]
-    return sorted((m for m in models if m is not None), key=lambda m: (m.ownedBy, m.name.lower()))
+    models: list[ModelInfo] = []
+    unreadable = 0
+    for raw in raw_models:
+        try:
+            model = model_from_gateway(raw, output_reservation)
+        except (ValidationError, ValueError, TypeError, AttributeError):
+            unreadable += 1
+            continue
+        if model is not None:
+            models.append(model)
+    if unreadable:
+        log.warning("ignored %d catalogue entries that could not be read", unreadable)
+    return sorted(models, key=lambda m: (m.ownedBy, m.name.lower()))
 
 
 def _per_million(value: Any) -> float | None:
     # Prices are decimal strings per token; tiered prices (lists) take the first tier.
     if isinstance(value, list) and value:
         value = value[0].get("price") if isinstance(value[0], dict) else value[0]
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        return None
     try:
-        return round(float(value) * PER_MILLION, 6)
-    except (TypeError, ValueError):
+        price = round(float(value) * PER_MILLION, 6)
+    except (ValueError, OverflowError):
         return None
+    return price if 0 <= price <= MAX_PRICE else None  # False for NaN
 
 
-def _positive_int(value: Any) -> int | None:
-    if isinstance(value, bool):
+def _token_count(value: Any) -> int | None:
+    """A window or output limit: a number in [1, MAX_TOKENS], else None (the default applies)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, (int, float)) and value > 0:
-        return int(value)
-    return None
+    if not 1 <= value <= MAX_TOKENS:  # False for NaN
+        return None
+    return int(value)
+
+
+def _text(value: Any) -> str:
+    # A number (`created` is a timestamp) reads as text; an object or a list is not a name.
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value else ""

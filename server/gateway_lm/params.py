@@ -14,7 +14,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
 from .errors import GatewayError
-from .protocol import ChatRequest, MessageIn
+from .protocol import ChatRequest, MessageIn, describe_problems
 
 log = logging.getLogger("gateway_lm.rpc")
 GATEWAY_ERROR = -32000
@@ -61,6 +61,14 @@ def validated(model: type[Any], params: Any) -> Any:
             code=INVALID_PARAMS,
             data={"kind": "bad_request", "status": None, "retryAfter": None},
         ) from None
+
+
+def invalid_settings(problems: dict[str, str]) -> JsonRpcException:
+    return JsonRpcException(
+        message=describe_problems(problems),
+        code=INVALID_PARAMS,
+        data={"kind": "bad_request", "status": None, "retryAfter": None, "settings": sorted(problems)},
+    )
 
 
 def api_key(params: Any) -> str | None:

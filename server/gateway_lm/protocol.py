@@ -7,9 +7,11 @@ path, where pydantic would cost more than the whole adapter.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypedDict, get_args
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 # ---- messages in (the extension's serialisation of VS Code messages) ----
 
@@ -104,25 +106,74 @@ class ToolIn(BaseModel):
     inputSchema: dict[str, Any] | None = None
 
 
-class Settings(BaseModel):
-    """User settings that shape requests and transport. Names match the extension's settings."""
+MAX_TOKENS_SETTING = 100_000_000
+MAX_CONNECT_TIMEOUT = 600.0  # seconds
+MAX_IDLE_TIMEOUT = 3600.0
+MAX_RETRIES = 10
+LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "trace"})
+SETTING_NAMES = {  # the extension's names for the settings whose names differ here
+    "gatewayOrder": "routing.order",
+    "gatewayOnly": "routing.only",
+    "gatewayModels": "routing.fallbackModels",
+}
 
-    model_config = ConfigDict(extra="ignore")
-    baseUrl: str = "https://ai-gateway.vercel.sh/v1"
+
+def _http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
+def _log_level(value: str) -> str:
+    if value.lower() not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(sorted(LOG_LEVELS))}")
+    return value
+
+
+class Settings(BaseModel):
+    """User settings that shape requests and transport. Names match the extension's settings
+    (SETTING_NAMES maps the few that differ). Each is validated on its own: `updated_settings`."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True, allow_inf_nan=False)
+    baseUrl: Annotated[str, AfterValidator(_http_url)] = "https://ai-gateway.vercel.sh/v1"
     reasoningEffort: str | None = None
     reasoningEffortByModel: dict[str, str] = {}
     gatewayOrder: list[str] = []
     gatewayOnly: list[str] = []
     gatewayModels: list[str] = []
-    maxOutputTokens: int | None = None
-    outputReservation: int = 16384
+    maxOutputTokens: Annotated[int, Field(ge=1, le=MAX_TOKENS_SETTING)] | None = None
+    outputReservation: Annotated[int, Field(ge=0, le=MAX_TOKENS_SETTING)] = 16384
     promptCacheKey: str | None = None
-    connectTimeout: float = 10.0
-    idleTimeout: float = 120.0
-    maxRetries: int = 2
+    connectTimeout: Annotated[float, Field(gt=0, le=MAX_CONNECT_TIMEOUT)] = 10.0
+    idleTimeout: Annotated[float, Field(gt=0, le=MAX_IDLE_TIMEOUT)] = 120.0
+    maxRetries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] = 2
     caBundle: str | None = None
-    logLevel: str = "info"
+    logLevel: Annotated[str, AfterValidator(_log_level)] = "info"
     stateDir: str | None = None  # where the sidecar keeps what it learns (the extension's storage)
+
+
+def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settings, dict[str, str]]:
+    """`previous` with each valid value of `raw` applied; an invalid one keeps its previous value
+    and is returned (name → why). `null` means "not set": the default."""
+    new = previous.model_copy()
+    problems: dict[str, str] = {}
+    for name, value in raw.items():
+        field = Settings.model_fields.get(name)
+        if field is None:
+            continue  # a newer extension's setting
+        if value is None and type(None) not in get_args(field.annotation):
+            value = field.get_default(call_default_factory=True)
+        try:
+            setattr(new, name, value)
+        except ValidationError as error:
+            problems[name] = str(error.errors()[0]["msg"])  # the message, never the value (a key pasted in)
+    return new, problems
+
+
+def describe_problems(problems: Mapping[str, str]) -> str:
+    named = "; ".join(f"vercelAiGateway.{SETTING_NAMES.get(n, n)}: {why}" for n, why in problems.items())
+    return f"Ignored invalid settings (each keeps its previous value or default): {named}."
 
 
 class ChatRequest(BaseModel):

@@ -26,6 +26,7 @@ from .params import (
     ConfigureParams,
     CountParams,
     api_key,
+    invalid_settings,
     plain_params_converter,
     rpc_errors,
     sync,
@@ -33,8 +34,9 @@ from .params import (
 )
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
-from .protocol import Settings
+from .protocol import Settings, describe_problems, updated_settings
 from .tokens import count_request
+from .wirejson import WireProtocol
 
 log = logging.getLogger("gateway_lm.rpc")
 _LSP_LEVELS = {
@@ -55,22 +57,22 @@ class Sidecar:
         self._background: set[asyncio.Future[None]] = set()
         self.tokens = TokenService()
         self.outbox = Outbox(None)  # given the stdout writer when serving starts
+        self._shown_problems = ""  # the invalid settings last shown to the user
 
     # ---- setup ----
 
-    def apply(self, settings: dict[str, Any], base_url: str | None = None) -> None:
-        merged = {**self.settings.model_dump(), **settings}
-        if base_url:
-            merged["baseUrl"] = base_url
-        new = Settings.model_validate(merged)
+    def apply(self, settings: dict[str, Any], base_url: str | None = None) -> dict[str, str]:
+        """Applies each valid setting; an invalid one keeps its value and costs one warning, shown
+        once. Returns the invalid ones (name → why)."""
+        new, problems = updated_settings(self.settings, {**settings, "baseUrl": base_url} if base_url else settings)
         transport_changed = any(
             getattr(new, f) != getattr(self.settings, f)
             for f in ("baseUrl", "connectTimeout", "idleTimeout", "caBundle")
         )
+        configure(ClientLogHandler(self.redact, self._log_to_client), new.logLevel)
         if new.stateDir != self.settings.stateDir:
             self.accounting = Accounting(new.stateDir)
         self.settings = new
-        configure(ClientLogHandler(self.redact, self._log_to_client), new.logLevel)
         if self._client is None or transport_changed:
             # Built here, at initialize, before the tokenizer loads: built later, it would compete
             # with that load for the GIL on the way to the first answer.
@@ -78,6 +80,13 @@ class Sidecar:
             if old is not None:
                 self._in_background(old.aclose())  # requests in flight finish on the old one
         log.info("settings applied (base URL %s)", new.baseUrl)
+        message = describe_problems(problems) if problems else ""
+        if message:
+            log.warning("%s", message)
+        if message and message != self._shown_problems:  # each change re-sends every setting: one pop-up
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+        self._shown_problems = message
+        return problems
 
     @property
     def client(self) -> GatewayClient:
@@ -102,7 +111,9 @@ class Sidecar:
     # ---- methods ----
 
     async def models_list(self, params: Any) -> dict[str, Any]:
-        raw = await self.client.list_models(api_key(params))
+        key = api_key(params)
+        self.redact.add(key)  # a gateway may quote it back in an error
+        raw = await self.client.list_models(key)
         models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
@@ -186,12 +197,16 @@ class Sidecar:
 
     def configure(self, params: Any) -> dict[str, Any]:
         request = validated(ConfigureParams, params)
-        self.apply(request.settings, request.baseUrl)
+        problems = self.apply(request.settings, request.baseUrl)
+        if problems:  # the valid ones are applied; the caller learns which were not
+            raise invalid_settings(problems)
         return {"ok": True}
 
 
 def build_server() -> tuple[LanguageServer, Sidecar]:
-    server = LanguageServer("ai-gateway-lm", __version__, converter_factory=plain_params_converter)
+    server = LanguageServer(
+        "ai-gateway-lm", __version__, protocol_cls=WireProtocol, converter_factory=plain_params_converter
+    )
     sidecar = Sidecar(server)
 
     @server.feature(types.INITIALIZE)

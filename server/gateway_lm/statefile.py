@@ -1,0 +1,140 @@
+"""`accounting.json`: read as untrusted input, written atomically and merged with what is on disk.
+
+Every VS Code window runs its own sidecar on the same storage folder. A save takes an exclusive
+lock (`accounting.json.lock`, where the OS has `fcntl`), re-reads the file, lays this sidecar's
+changes over it, writes a unique temporary file in the same folder and renames it over the old one.
+A reader sees the old file or the new one, never part of one, and no window's entries are lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .models import MAX_TOKENS
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory lock; the rename still keeps every read whole
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("gateway_lm.accounting")
+
+MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
+MIN_LIMIT, MAX_LIMIT = 1_000, MAX_TOKENS
+MAX_FILE_BYTES = 16 << 20  # thousands of models take a few hundred KB
+LOCK_WAIT = 2.0  # seconds; a save never waits longer for another window (saves take milliseconds)
+_T = TypeVar("_T", int, float)
+
+
+@dataclass
+class State:
+    factors: dict[str, float] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
+
+
+def read_state(path: Path) -> tuple[State, list[str]]:
+    """The valid entries of the file, and a name for each part of it that was dropped."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return State(), [f"the whole file ({size} bytes)"]
+        data: Any = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return State(), []
+    except (OSError, ValueError, RecursionError) as error:
+        return State(), [f"the whole file ({type(error).__name__})"]
+    if not isinstance(data, dict):
+        return State(), [f"the whole file (a JSON {type(data).__name__}, not an object)"]
+    dropped: list[str] = []
+    factors = _section(data, "factors", _factor, dropped)
+    limits = _section(data, "limits", _limit, dropped)
+    return State(factors, limits), dropped
+
+
+def write_state(path: Path, changes: State) -> State:
+    """Lays `changes` over what is on disk now and writes the result; returns it. Raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path):
+        merged, _ = read_state(path)  # what is invalid there is dropped: the write repairs the file
+        merged.factors.update(changes.factors)
+        merged.limits.update(changes.limits)
+        _replace(path, json.dumps({"factors": merged.factors, "limits": merged.limits}, allow_nan=False))
+    return merged
+
+
+def _section(data: dict[str, Any], name: str, check: Callable[[Any], _T | None], dropped: list[str]) -> dict[str, _T]:
+    raw = data.get(name, {})
+    if not isinstance(raw, dict):
+        dropped.append(name)
+        return {}
+    kept: dict[str, _T] = {}
+    for model, value in raw.items():
+        valid = check(value)
+        if valid is None:
+            dropped.append(f"{name}.{model[:80]}")
+        else:
+            kept[model] = valid
+    return kept
+
+
+def _factor(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if MIN_FACTOR <= value <= MAX_FACTOR else None  # False for NaN
+
+
+def _limit(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if MIN_LIMIT <= value <= MAX_LIMIT else None
+
+
+def _replace(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    if fcntl is None:
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        held = _acquire(lock.fileno())
+        try:
+            yield
+        finally:
+            if held:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _acquire(descriptor: int) -> bool:
+    # Polled rather than blocking: a hung window holding the lock must not hang this sidecar.
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                log.warning("another window holds the lock on the accounting file; saving without it")
+                return False
+            time.sleep(0.005)
