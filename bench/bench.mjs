@@ -5,19 +5,23 @@
 import * as os from 'node:os';
 import { activate, rssMb, startGateway, storageDir } from './host.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
-import { tokenRows } from './tokens.mjs';
+import { accuracyRows, tokenRows } from './tokens.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
-const only = process.env.BENCH_ONLY; // tokens | streams | start | huge: one section while working on it
+const only = process.env.BENCH_ONLY; // tokens | streams | start | huge | accuracy: one section while working on it
 const rows = [];
 const gateway = await startGateway();
 
 if (!only || only === 'tokens') rows.push(...(await tokenRows(gateway)));
 if (!only || only !== 'tokens') {
+  const started = performance.now();
   const ext = await activate(storageDir(), gateway);
+  const startMs = performance.now() - started;
+  rows.push({ metric: 'activate() → sidecar started → model list answered', value: `${(startMs / 1000).toFixed(2)} s`, target: '≤ 1.0 s', ok: startMs <= 1000 });
   if (!only || only === 'streams') rows.push(...(await streamRows(gateway, ext)));
   if (!only || only === 'start') rows.push(...(await startRows(gateway, ext)));
   if (!only || only === 'huge') rows.push(...(await hugeCountRows(gateway, ext)));
+  if (!only || only === 'accuracy') rows.push(...(await accuracyRows(gateway, ext)));
   rows.push({ metric: 'sidecar resident memory after the runs', value: `${rssMb(ext.pid).toFixed(0)} MB`, target: '≤ 140 MB', ok: rssMb(ext.pid) <= 140 });
   await ext.deactivate();
 }
