@@ -31,8 +31,10 @@ export function isCancellation(error: unknown): boolean {
   return (error as { code?: number } | undefined)?.code === CANCELLED || error instanceof vscode.CancellationError;
 }
 
-/** A JSON-RPC failure from the sidecar → one clear error. Connection failures become `sidecar`. */
+/** A JSON-RPC failure from the sidecar → one clear error. Connection failures become `sidecar`;
+ * the connection (extension/session.ts) has already told most of them as what happened. */
 export function fromRpcError(error: unknown): GatewayChatError {
+  if (error instanceof GatewayChatError) return error;
   const e = error as { message?: string; data?: Partial<ErrorData> } | undefined;
   const data = e?.data;
   if (data && typeof data.kind === 'string') {
@@ -40,7 +42,7 @@ export function fromRpcError(error: unknown): GatewayChatError {
   }
   const detail = e?.message ?? String(error);
   return new GatewayChatError(
-    `The Vercel AI Gateway sidecar stopped answering (${detail}). It restarts by itself; try again, or run 'Vercel AI Gateway: Show Logs'.`,
+    `The Vercel AI Gateway sidecar did not answer (${detail}). Try again; if it keeps failing, run 'Vercel AI Gateway: Show Logs'.`,
     'sidecar',
     null,
   );

@@ -1,14 +1,15 @@
 // Activation: the parts that need VS Code (secrets, settings, status bar, commands, output channel)
 // and the sidecar's lifetime. Everything else happens in the Python sidecar.
-import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { GatewayChatError, MANAGE_KEY, offerAction } from './errors';
 import { KeyStore } from './keys';
 import { GatewayChatProvider, ModelEntry } from './provider';
+import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
 import { redacting, SECTION, SidecarConnection } from './sidecar';
 import { UsageStatus } from './status';
-import { SavedCounts, toolStrings } from './tokens';
+import { readJson, writeJsonAtomic } from './storage';
+import { toolStrings } from './tokens';
 import type { ThinkingMode } from './wire';
 
 const VENDOR = 'vercel-ai-gateway';
@@ -20,23 +21,26 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const sidecar = new SidecarConnection(context, log, redacting(log, () => keys.known()));
   const cacheFile = path.join(context.globalStorageUri.fsPath, 'models.json');
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
+  const warn = (message: string) => log.warn(message);
+  let cache: Promise<ModelEntry[]> | undefined; // read once: a bad file is reported once
   const provider = new GatewayChatProvider(sidecar, {
     apiKey: () => keys.get(),
     askForKey: () => keys.prompt(),
     thinking: () => vscode.workspace.getConfiguration(SECTION).get<ThinkingMode>('thinking', 'auto'),
-    loadCache: () => readJson<ModelEntry[]>(cacheFile, []),
-    saveCache: (models) => writeJson(cacheFile, models),
+    loadCache: () => (cache ??= loadModels(cacheFile, log)),
+    saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
     onUsage: (model, usage) => status.show(model, usage),
     onError: (error) => offerAction(error, (action) => runAction(action, error)),
     toolStrings: () => toolStrings(vscode.lm.tools),
     log,
   });
-  sidecar.onCalibration((calibration) => provider.tokens.setFactor(calibration.model, calibration.factor));
-  provider.tokens.restore(await readJson<Partial<SavedCounts>>(countsFile, {}));
-  const saveCounts = () => {
-    const snapshot = provider.tokens.snapshot();
-    return snapshot ? writeJson(countsFile, snapshot) : Promise.resolve();
-  };
+  sidecar.onCalibration(({ model, factor }) => {
+    // The sidecar bounds its factors; a message that is not one is ignored rather than trusted.
+    if (typeof model === 'string' && typeof factor === 'number' && Number.isFinite(factor) && factor > 0) provider.tokens.setFactor(model, factor);
+  });
+  const dropped = provider.tokens.restore(await readJson(countsFile, warn));
+  if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
+  const saveCounts = () => saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
   const saver = setInterval(() => void saveCounts(), 10_000);
   const runAction = (action: string, _error: GatewayChatError) =>
     void vscode.commands.executeCommand(action === MANAGE_KEY ? 'vercelAiGateway.manage' : 'vercelAiGateway.showLogs');
@@ -51,9 +55,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('vercelAiGateway.manage', () => keys.manage()),
     vscode.commands.registerCommand('vercelAiGateway.refreshModels', () => provider.refresh()),
     vscode.commands.registerCommand('vercelAiGateway.showLogs', () => log.show()),
-    vscode.commands.registerCommand('vercelAiGateway.restartServer', () => sidecar.restart()),
+    // A failed restart has shown its error already.
+    vscode.commands.registerCommand('vercelAiGateway.restartServer', () => sidecar.restart().catch(() => undefined)),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration(`${SECTION}.pythonPath`)) void sidecar.restart();
+      if (event.affectsConfiguration(`${SECTION}.pythonPath`)) void sidecar.restart().catch(() => undefined);
       else if (event.affectsConfiguration(SECTION)) void sidecar.configure().then(() => provider.refresh());
     }),
   );
@@ -61,15 +66,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
 export function deactivate(): void {}
 
-async function readJson<T>(file: string, fallback: T): Promise<T> {
-  try {
-    return JSON.parse(await fs.readFile(file, 'utf8')) as T;
-  } catch {
-    return fallback;
+async function loadModels(file: string, log: vscode.LogOutputChannel): Promise<ModelEntry[]> {
+  const { value, dropped } = checkModels(await readJson(file, (message) => log.warn(message)));
+  if (dropped) {
+    log.warn(`models.json: ${dropped} invalid entries were dropped; the file is rewritten without them.`);
+    await writeJsonAtomic(file, value).catch(() => undefined); // the next fetch saves it anyway
   }
+  return value;
 }
 
-async function writeJson(file: string, value: unknown): Promise<void> {
-  await fs.mkdir(path.dirname(file), { recursive: true });
-  await fs.writeFile(file, JSON.stringify(value));
+/** Another window may have saved counts since we read the file: keep them too. */
+async function saveCountsMerged(file: string, ours: SavedCounts | undefined): Promise<void> {
+  if (!ours) return;
+  const onDisk = checkCounts(await readJson(file, () => undefined)).value; // reported when it was loaded
+  await writeJsonAtomic(file, mergeCounts(onDisk, ours));
 }

@@ -11,7 +11,12 @@ export class KeyStore {
   constructor(private readonly secrets: vscode.SecretStorage) {}
 
   async get(): Promise<string | undefined> {
-    const key = (await this.secrets.get(SECRET)) || process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN || undefined;
+    // Secret storage can fail (no keyring on a Linux desktop): the environment still counts then.
+    const stored = await this.secrets.get(SECRET).then(
+      (value) => value,
+      () => undefined,
+    );
+    const key = stored || process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN || undefined;
     if (key) this.seen.add(key);
     return key;
   }
@@ -29,7 +34,7 @@ export class KeyStore {
       ignoreFocusOut: true,
       validateInput: (value) => (value.trim() ? undefined : 'Enter a key, or press Escape to cancel'),
     });
-    if (key === undefined) return;
+    if (!key?.trim()) return; // Escape
     await this.secrets.store(SECRET, key.trim());
     this.changed.fire();
   }

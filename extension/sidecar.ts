@@ -1,9 +1,10 @@
-// The sidecar's lifetime and connection: started on first use (after its first-start setup),
-// restarted by vscode-languageclient when it crashes, and told about settings changes.
+// The sidecar's lifetime and connection: started on first use (after its first-start setup), each
+// start bounded; restarted by vscode-languageclient when it crashes, and afresh by the next request
+// once the client gives up (extension/session.ts); told about settings changes.
 import * as vscode from 'vscode';
-import { LanguageClient, State } from 'vscode-languageclient/node';
 import { GatewayChatError } from './errors';
 import { Calibration, PartsRouter, Rpc } from './rpc';
+import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
 
 export const SECTION = 'vercelAiGateway';
@@ -28,16 +29,31 @@ function sidecarSettings(stateDir: string): Record<string, unknown> {
   };
 }
 
+export interface SidecarLimits {
+  /** Spawn to `initialize` answered (the first-start setup is not counted). */
+  startTimeoutMs: number;
+  stopTimeoutMs: number;
+  /** Crashes vscode-languageclient restarts within 3 minutes before it gives up. */
+  maxRestartCount: number;
+}
+
+export const DEFAULT_LIMITS: SidecarLimits = { startTimeoutMs: 30_000, stopTimeoutMs: 2_000, maxRestartCount: 4 };
+
+/** Why a start or request was abandoned by us: no pop-up, the caller asked for it. */
+class Superseded extends GatewayChatError {}
+
 export class SidecarConnection implements Rpc, vscode.Disposable {
-  private client: LanguageClient | undefined;
+  private session: SidecarSession | undefined;
+  private starting: Promise<SidecarSession> | undefined;
+  private generation = 0; // bumped by restart and dispose: a start from before them is void
   private readonly router = new PartsRouter();
   private readonly stateDir: string;
-  private starting: Promise<LanguageClient> | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
     private readonly log: vscode.LogOutputChannel,
     private readonly traceChannel: vscode.LogOutputChannel,
+    private readonly limits: SidecarLimits = DEFAULT_LIMITS,
   ) {
     this.stateDir = context.globalStorageUri.fsPath;
   }
@@ -47,58 +63,74 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   }
 
   async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
-    const client = await this.ready();
-    // An explicit `undefined` token would turn the params into a positional array.
-    return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
+    return (await this.ready()).request<R>(method, params, token);
   }
 
   onParts(requestId: string, handler: Parameters<PartsRouter['subscribe']>[1]): vscode.Disposable {
     return this.router.subscribe(requestId, handler);
   }
 
+  /** Applies changed settings to a running sidecar; a stopped one reads them when it starts. */
   async configure(): Promise<void> {
-    if (this.client?.state === State.Running) await this.client.sendRequest('gateway/configure', { settings: sidecarSettings(this.stateDir) });
+    if (!this.session?.running) return;
+    await this.session.request('gateway/configure', { settings: sidecarSettings(this.stateDir) }).catch((error: unknown) => {
+      this.log.warn(`Could not apply the settings: ${error instanceof Error ? error.message : String(error)}`);
+    });
   }
 
+  /** Stops the current sidecar for sure (killed if it does not stop in time), then starts one. */
   async restart(): Promise<void> {
-    const old = this.client;
-    this.client = undefined;
-    this.starting = undefined;
-    await old?.stop().catch(() => undefined);
+    await this.retire(new Superseded('The Vercel AI Gateway sidecar was restarted while this request waited. Try again.', 'sidecar', null));
     await this.ready();
   }
 
-  private ready(): Promise<LanguageClient> {
-    this.starting ??= this.start().catch((error) => {
-      this.starting = undefined;
-      throw this.setupFailure(error);
-    });
-    return this.starting;
+  private async retire(reason: GatewayChatError): Promise<void> {
+    this.generation++;
+    const old = this.session;
+    this.session = undefined;
+    this.starting = undefined;
+    await old?.close(reason);
   }
 
-  private async start(): Promise<LanguageClient> {
+  private ready(): Promise<SidecarSession> {
+    if (this.starting) return this.starting;
+    const starting = this.start().catch((error: unknown) => {
+      if (this.starting === starting) this.starting = undefined;
+      throw this.startFailure(error);
+    });
+    this.starting = starting;
+    return starting;
+  }
+
+  private async start(): Promise<SidecarSession> {
+    const generation = this.generation;
     const python = await sidecarPython(this.context, this.log);
-    const client = new LanguageClient(
-      'vercelAiGateway',
-      'Vercel AI Gateway sidecar',
-      // The key never goes on the command line: it travels per request, or in the environment.
-      { command: python, args: ['-m', 'gateway_lm', 'serve'], options: { env: { ...process.env, PYTHONUTF8: '1' } } },
-      {
-        outputChannel: this.log,
-        // Message tracing prints request params, and gateway/chat carries the key.
+    if (generation !== this.generation) throw new Superseded('The Vercel AI Gateway sidecar was restarted while it started. Try again.', 'sidecar', null);
+    const session = new SidecarSession({
+      python,
+      clientOptions: {
+        // Client messages quote what the process printed, and message tracing prints request
+        // params (gateway/chat carries the key): both go through the redacting channel.
+        outputChannel: this.traceChannel,
         traceOutputChannel: this.traceChannel,
         initializationOptions: { settings: sidecarSettings(this.stateDir) },
-        connectionOptions: { maxRestartCount: 4 },
       },
-    );
+      ...this.limits,
+      onEnd: (ended) => {
+        if (this.session !== ended) return;
+        this.session = undefined; // the next request starts a new sidecar
+        this.starting = undefined;
+      },
+    });
     // Installed before start so the first notification of a restarted server is routed too.
-    this.router.attach(client);
-    await client.start();
-    this.client = client;
-    return client;
+    this.router.attach(session.client);
+    this.session = session;
+    await session.start();
+    return session;
   }
 
-  private setupFailure(error: unknown): GatewayChatError {
+  private startFailure(error: unknown): GatewayChatError {
+    if (error instanceof Superseded) return error;
     const message = error instanceof Error ? error.message : String(error);
     const choose = error instanceof SetupError && error.canChooseInterpreter ? ['Choose Interpreter'] : [];
     void vscode.window.showErrorMessage(message, ...choose, 'Show Logs').then((picked) => {
@@ -106,11 +138,11 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
       if (picked === 'Choose Interpreter') void vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.pythonPath`);
     });
     this.log.error(message);
-    return new GatewayChatError(message, 'setup', null);
+    return error instanceof GatewayChatError ? error : new GatewayChatError(message, 'setup', null);
   }
 
   dispose(): void {
-    void this.client?.stop();
+    void this.retire(new Superseded('Vercel AI Gateway is shutting down.', 'sidecar', null));
   }
 }
 

@@ -4,6 +4,7 @@
 // scaled by the per-model calibration the sidecar learns (rfcs/0004-token-accounting.md).
 import { createHash } from 'node:crypto';
 import type { Rpc } from './rpc';
+import { checkCounts, SavedCounts } from './saved';
 import type { WireMessage } from './wire';
 
 interface Pending {
@@ -12,11 +13,6 @@ interface Pending {
   text: string;
   resolve: (count: number) => void;
   reject: (error: unknown) => void;
-}
-
-export interface SavedCounts {
-  plain: Record<string, number>;
-  hashed: Record<string, number>;
 }
 
 const SLICE = 1 << 20; // characters per request for a huge text
@@ -147,14 +143,18 @@ export class TokenCounter {
     return { plain, hashed };
   }
 
-  restore(saved: Partial<SavedCounts>): void {
-    for (const [key, count] of Object.entries(saved.plain ?? {})) {
+  /** Loads what snapshot() saved, checked entry by entry (see saved.ts); returns how many entries
+   * were dropped. Dropped entries make the next snapshot rewrite the file without them. */
+  restore(saved: unknown): number {
+    const { value, dropped } = checkCounts(saved);
+    for (const [key, count] of Object.entries(value.plain)) {
       const split = key.indexOf('\u0000');
-      if (split < 0) continue;
       this.remember(key.slice(0, split), key.slice(split + 1), count, false);
       this.public.add(key);
     }
-    this.persisted = new Map(Object.entries(saved.hashed ?? {}));
+    this.persisted = new Map(Object.entries(value.hashed));
+    this.dirty ||= dropped > 0;
+    return dropped;
   }
 
   /** How many counts are held in memory. */

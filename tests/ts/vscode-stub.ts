@@ -61,6 +61,23 @@ export class EventEmitter<T> {
   dispose(): void {}
 }
 
+// What vscode-languageclient reads when it loads, is constructed and starts, so that tests run the
+// real client: classes it extends, the version it checks, and events it subscribes to.
+export const version = '1.106.0';
+export const env = { appName: 'stub', language: 'en' };
+export const LogLevel = { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 } as const;
+export class CompletionItem {}
+export class CodeLens {}
+export class DocumentLink {}
+export class CodeAction {}
+export class Diagnostic {}
+export class CallHierarchyItem {}
+export class TypeHierarchyItem {}
+export class SymbolInformation {}
+export class InlayHint {}
+export const CodeActionKind = {};
+const noEvent = () => ({ dispose() {} });
+
 export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 } as const;
 export const progressTitles: string[] = [];
 export const settings: Record<string, unknown> = {};
@@ -68,6 +85,21 @@ export const workspace = {
   getConfiguration: (section: string) => ({
     get: <T>(key: string, fallback?: T): T | undefined => (settings[`${section}.${key}`] as T | undefined) ?? fallback,
   }),
+  workspaceFolders: undefined,
+  textDocuments: [],
+  onDidChangeConfiguration: noEvent,
+  onDidChangeWorkspaceFolders: noEvent,
+  onDidOpenTextDocument: noEvent,
+  onDidChangeTextDocument: noEvent,
+  onWillSaveTextDocument: noEvent,
+  onDidSaveTextDocument: noEvent,
+  onDidCloseTextDocument: noEvent,
+  onDidCreateFiles: noEvent,
+  onDidRenameFiles: noEvent,
+  onDidDeleteFiles: noEvent,
+  onWillCreateFiles: noEvent,
+  onWillRenameFiles: noEvent,
+  onWillDeleteFiles: noEvent,
 };
 export const extensions = { getExtension: (_id: string): undefined => undefined };
 
@@ -85,11 +117,88 @@ export class StatusBarItem {
 }
 export const statusBarItems: StatusBarItem[] = [];
 
+/** An output channel that keeps its lines, with the level each was logged at. */
+export class LogOutputChannel {
+  readonly lines: string[] = [];
+  logLevel = LogLevel.Info;
+  onDidChangeLogLevel = noEvent;
+  constructor(public name = 'stub') {}
+  trace(message: string): void {
+    this.lines.push(`trace ${message}`);
+  }
+  debug(message: string): void {
+    this.lines.push(`debug ${message}`);
+  }
+  info(message: string): void {
+    this.lines.push(`info ${message}`);
+  }
+  warn(message: string): void {
+    this.lines.push(`warn ${message}`);
+  }
+  error(message: string | Error): void {
+    this.lines.push(`error ${message instanceof Error ? message.message : message}`);
+  }
+  append(value: string): void {
+    this.lines.push(value);
+  }
+  appendLine(value: string): void {
+    this.lines.push(value);
+  }
+  replace(value: string): void {
+    this.lines.splice(0, this.lines.length, value);
+  }
+  clear(): void {
+    this.lines.length = 0;
+  }
+  show(): void {}
+  hide(): void {}
+  dispose(): void {}
+}
+export const outputChannels: LogOutputChannel[] = [];
+
+/** SecretStorage kept in memory. */
+export class SecretStorage {
+  readonly values = new Map<string, string>();
+  private readonly changed = new EventEmitter<{ key: string }>();
+  onDidChange = this.changed.event;
+  get(key: string): Promise<string | undefined> {
+    return Promise.resolve(this.values.get(key));
+  }
+  store(key: string, value: string): Promise<void> {
+    this.values.set(key, value);
+    this.changed.fire({ key });
+    return Promise.resolve();
+  }
+  delete(key: string): Promise<void> {
+    this.values.delete(key);
+    this.changed.fire({ key });
+    return Promise.resolve();
+  }
+  keys(): Promise<string[]> {
+    return Promise.resolve([...this.values.keys()]);
+  }
+}
+
+/** What the user answers next: tests push the answers, the stub takes them in order. */
+export const answers = { inputBox: [] as (string | undefined)[], quickPick: [] as (string | undefined)[] };
+export const inputBoxOptions: { validateInput?: (value: string) => string | undefined; password?: boolean }[] = [];
 export const shownErrors: { message: string; actions: string[] }[] = [];
 export const window = {
   showErrorMessage: (message: string, ...actions: string[]) => {
     shownErrors.push({ message, actions });
     return Promise.resolve(undefined);
+  },
+  showWarningMessage: (_message: string, ..._actions: string[]) => Promise.resolve(undefined),
+  showInformationMessage: (_message: string, ..._actions: string[]) => Promise.resolve(undefined),
+  showInputBox: (options: (typeof inputBoxOptions)[number]) => {
+    inputBoxOptions.push(options);
+    return Promise.resolve(answers.inputBox.shift());
+  },
+  showQuickPick: (_items: string[], _options?: object) => Promise.resolve(answers.quickPick.shift()),
+  createOutputChannel: (name: string, _options?: { log: true }) => {
+    const channel = new LogOutputChannel(name);
+    outputChannels.push(channel);
+    return channel;
   },
   withProgress: <R>(options: { title: string }, task: (progress: { report(value: unknown): void }) => Promise<R>): Promise<R> => {
     progressTitles.push(options.title);
@@ -100,4 +209,23 @@ export const window = {
     statusBarItems.push(item);
     return item;
   },
+};
+
+/** vscode.lm: the provider registered, and the tools Copilot would offer. */
+export const registeredProviders = new Map<string, unknown>();
+export const lm = {
+  tools: [] as { name: string; description: string; inputSchema?: object }[],
+  registerLanguageModelChatProvider: (vendor: string, provider: unknown) => {
+    registeredProviders.set(vendor, provider);
+    return { dispose: () => registeredProviders.delete(vendor) };
+  },
+};
+
+export const registeredCommands = new Map<string, (...args: unknown[]) => unknown>();
+export const commands = {
+  registerCommand: (id: string, run: (...args: unknown[]) => unknown) => {
+    registeredCommands.set(id, run);
+    return { dispose: () => registeredCommands.delete(id) };
+  },
+  executeCommand: (id: string, ...args: unknown[]) => Promise.resolve(registeredCommands.get(id)?.(...args)),
 };

@@ -1,0 +1,82 @@
+// The shapes of what the extension keeps in global storage, and their checks. A file there may hold
+// anything (another version's format, a truncated write, a hand edit): what is read back is checked
+// entry by entry, a bad entry is dropped and counted (for one log line), and a start never fails
+// because of it.
+import type { ModelEntry } from './provider';
+
+/** token-counts.json: tool strings as `model NUL text` keys, everything else under a SHA-1. */
+export interface SavedCounts {
+  plain: Record<string, number>;
+  hashed: Record<string, number>;
+}
+
+export interface Checked<T> {
+  value: T;
+  /** Entries (or whole files) that were not the right shape and were left out. */
+  dropped: number;
+}
+
+// No string Copilot asks about comes near this many tokens (the largest context windows are a few
+// million): a bigger "count" would make every budget negative.
+const MAX_COUNT = 100_000_000;
+const SHA1_BASE64 = /^[A-Za-z0-9+/]{27}=$/;
+
+export function checkCounts(raw: unknown): Checked<SavedCounts> {
+  if (raw === undefined) return { value: { plain: {}, hashed: {} }, dropped: 0 };
+  if (!isRecord(raw)) return { value: { plain: {}, hashed: {} }, dropped: 1 };
+  const plain = checkedEntries(raw.plain, (key) => key.indexOf('\u0000') > 0);
+  const hashed = checkedEntries(raw.hashed, (key) => SHA1_BASE64.test(key));
+  return { value: { plain: plain.value, hashed: hashed.value }, dropped: plain.dropped + hashed.dropped };
+}
+
+/** What two windows learned, together: counts are deterministic, so a union loses nothing. */
+export function mergeCounts(onDisk: SavedCounts, ours: SavedCounts): SavedCounts {
+  return { plain: { ...onDisk.plain, ...ours.plain }, hashed: { ...onDisk.hashed, ...ours.hashed } };
+}
+
+function checkedEntries(raw: unknown, goodKey: (key: string) => boolean): Checked<Record<string, number>> {
+  if (raw === undefined) return { value: {}, dropped: 0 };
+  if (!isRecord(raw)) return { value: {}, dropped: 1 };
+  const value: Record<string, number> = {};
+  let dropped = 0;
+  for (const [key, count] of Object.entries(raw)) {
+    if (goodKey(key) && Number.isSafeInteger(count) && (count as number) >= 0 && (count as number) <= MAX_COUNT) value[key] = count as number;
+    else dropped++;
+  }
+  return { value, dropped };
+}
+
+/** models.json: the last model list the sidecar returned. Duplicated ids keep the first entry. */
+export function checkModels(raw: unknown): Checked<ModelEntry[]> {
+  if (raw === undefined) return { value: [], dropped: 0 };
+  if (!Array.isArray(raw)) return { value: [], dropped: 1 };
+  const seen = new Set<string>();
+  const value = raw.filter((entry): entry is ModelEntry => isModel(entry) && !seen.has(entry.id) && !!seen.add(entry.id));
+  return { value, dropped: raw.length - value.length };
+}
+
+function isModel(entry: unknown): entry is ModelEntry {
+  if (!isRecord(entry) || !isRecord(entry.capabilities) || !isRecord(entry.pricing)) return false;
+  const { capabilities, pricing } = entry;
+  return (
+    typeof entry.id === 'string' &&
+    entry.id.length > 0 &&
+    ['name', 'family', 'version', 'tooltip', 'detail'].every((key) => typeof entry[key] === 'string') &&
+    ['contextWindow', 'maxInputTokens', 'maxOutputTokens'].every((key) => isTokenLimit(entry[key])) &&
+    typeof capabilities.toolCalling === 'boolean' &&
+    typeof capabilities.imageInput === 'boolean' &&
+    ['input', 'output', 'cacheRead'].every((key) => pricing[key] === null || isPrice(pricing[key]))
+  );
+}
+
+function isTokenLimit(value: unknown): boolean {
+  return Number.isSafeInteger(value) && (value as number) > 0;
+}
+
+function isPrice(value: unknown): boolean {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

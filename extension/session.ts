@@ -1,0 +1,209 @@
+// One sidecar under one LanguageClient. vscode-languageclient restarts a crashed sidecar, but it
+// has no start deadline, and once it gives up (its restart limit, or a message it cannot read) it
+// answers every request "Client is not running" until VS Code restarts. A session bounds the start,
+// owns every process the client spawns, and ends for good when the client would hang or give up:
+// its processes are killed, requests in flight fail at once with a message that says what
+// happened, and the owner starts a new session for the next request.
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { CloseAction, CloseHandlerResult, ErrorAction, ErrorCodes, ErrorHandlerResult, LanguageClient, LanguageClientOptions, State } from 'vscode-languageclient/node';
+import type * as vscode from 'vscode';
+import { GatewayChatError, isCancellation } from './errors';
+
+export interface SessionOptions {
+  python: string;
+  clientOptions: LanguageClientOptions;
+  /** From spawning to the answer to `initialize`, for the first start and each restart. */
+  startTimeoutMs: number;
+  /** How long a polite shutdown may take before the process is killed. */
+  stopTimeoutMs: number;
+  /** Restarts allowed within RESTART_WINDOW_MS, as vscode-languageclient counts them. */
+  maxRestartCount: number;
+  onEnd(session: SidecarSession): void;
+}
+
+const RESTART_WINDOW_MS = 3 * 60_000;
+const NAME = 'The Vercel AI Gateway sidecar';
+const LOGS = "run 'Vercel AI Gateway: Show Logs'";
+
+export class SidecarSession {
+  readonly client: LanguageClient;
+  private readonly children = new Set<ChildProcess>();
+  private readonly restarts: number[] = [];
+  private ended: GatewayChatError | undefined;
+  private signalEnd: (error: GatewayChatError) => void = () => undefined;
+  private readonly endSignal = new Promise<never>((_, reject) => (this.signalEnd = reject));
+  private startTimer: NodeJS.Timeout | undefined;
+  private stopped: Promise<void> | undefined;
+  private hasRun = false;
+  private lastExit: string | undefined; // how the last process ended, for the start failure message
+
+  constructor(private readonly options: SessionOptions) {
+    this.endSignal.catch(() => undefined); // raced by every request; nobody else needs to see it
+    this.client = new LanguageClient('vercelAiGateway', 'Vercel AI Gateway sidecar', () => this.spawn(), {
+      ...options.clientOptions,
+      errorHandler: { error: (error, _message, count) => this.onError(error, count), closed: () => this.onClosed() },
+      initializationFailedHandler: () => false, // no pop-up with the raw error: start() reports it once
+    });
+    this.client.onDidChangeState(({ newState }) => this.onState(newState));
+  }
+
+  get running(): boolean {
+    return !this.ended && this.client.state === State.Running;
+  }
+
+  /** Resolves once the sidecar has answered `initialize`; ends the session otherwise. */
+  async start(): Promise<void> {
+    try {
+      await Promise.race([this.client.start(), this.endSignal]);
+    } catch (error) {
+      // A closed connection means the process is ending: wait (bounded) to tell how it ended.
+      if (isConnectionGone(error)) await within(this.exited(), this.options.stopTimeoutMs);
+      const why = this.lastExit ? `it exited with ${this.lastExit}` : detail(error);
+      throw this.end(failure(`could not start (${why}). The next request tries again; if it keeps failing, ${LOGS}.`));
+    }
+  }
+
+  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
+    if (this.ended) throw this.ended;
+    // An explicit `undefined` token would turn the params into a positional array.
+    const sent = token ? this.client.sendRequest<R>(method, params, token) : this.client.sendRequest<R>(method, params);
+    try {
+      return await Promise.race([sent, this.endSignal]);
+    } catch (error) {
+      throw this.explain(error);
+    }
+  }
+
+  /** Ends the session (if it has not ended) and resolves once its processes have exited. */
+  close(reason: GatewayChatError): Promise<void> {
+    this.end(reason);
+    return this.stopped ?? Promise.resolve();
+  }
+
+  /** The first reason wins; later calls return it. */
+  private end(reason: GatewayChatError): GatewayChatError {
+    if (this.ended) return this.ended;
+    this.ended = reason;
+    clearTimeout(this.startTimer);
+    this.signalEnd(reason);
+    this.stopped = this.stop();
+    this.options.onEnd(this);
+    return reason;
+  }
+
+  /** A connection failure, told as what happened to the sidecar; the sidecar's own errors pass. */
+  private explain(error: unknown): unknown {
+    if (this.ended) return this.ended;
+    if (isCancellation(error) || typeof (error as { data?: { kind?: unknown } } | undefined)?.data?.kind === 'string') return error;
+    if (isConnectionGone(error)) {
+      return failure(`stopped while answering and is being restarted. Try again; if it keeps stopping, ${LOGS}.`);
+    }
+    // The client stopped for good without asking the error handler ("Client is not running").
+    if ((error as { code?: unknown } | undefined)?.code === ErrorCodes.ConnectionInactive || this.client.state === State.StartFailed) {
+      return this.end(failure(`is not running (${detail(error)}). The next request starts it again; if it keeps stopping, ${LOGS}.`));
+    }
+    return error;
+  }
+
+  private onState(state: State): void {
+    clearTimeout(this.startTimer);
+    if (this.ended) return;
+    if (state === State.Starting) {
+      const seconds = Math.round(this.options.startTimeoutMs / 1000);
+      this.startTimer = setTimeout(
+        () => this.end(failure(`did not start within ${seconds} s and was stopped. The next request starts it again; if this keeps happening, ${LOGS} to see why.`)),
+        this.options.startTimeoutMs,
+      );
+    }
+    if (state === State.Running) this.hasRun = true;
+    // A restart the client attempted by itself failed: it would answer "Client is not running" from
+    // now on. (A first start that fails is told by start().)
+    if (state === State.StartFailed && this.hasRun) {
+      this.end(failure(`could not be restarted${this.lastExit ? ` (it exited with ${this.lastExit})` : ''}. The next request starts it again; if it keeps failing, ${LOGS}.`));
+    }
+  }
+
+  /** Read errors (unframed output, invalid JSON) mean the stream can no longer be trusted. */
+  private onError(error: Error, count: number | undefined): ErrorHandlerResult {
+    if (count === undefined || count > 3) {
+      this.end(failure(`sent output that is not JSON-RPC (${detail(error)}) and was stopped. The next request starts a new one; ${LOGS} for details.`));
+    }
+    return { action: ErrorAction.Continue, handled: true };
+  }
+
+  private onClosed(): CloseHandlerResult {
+    // Before the first start succeeded, start() tells what happened; retrying at once would not help.
+    if (this.ended || !this.hasRun) return { action: CloseAction.DoNotRestart, handled: true };
+    const now = Date.now();
+    this.restarts.push(now);
+    while (this.restarts.length && now - this.restarts[0] > RESTART_WINDOW_MS) this.restarts.shift();
+    if (this.restarts.length <= this.options.maxRestartCount) return { action: CloseAction.Restart };
+    const times = this.options.maxRestartCount + 1;
+    this.end(failure(`stopped ${times} times within 3 minutes, so it is not restarted by itself. The next request starts a new one; ${LOGS} to see why it stops.`));
+    return { action: CloseAction.DoNotRestart, handled: true };
+  }
+
+  /** The client spawns through here (first start and its own restarts), so every process is known. */
+  private spawn(): Promise<ChildProcess> {
+    // The key never goes on the command line: it travels per request, or in the environment.
+    const child = spawn(this.options.python, ['-m', 'gateway_lm', 'serve'], { env: { ...process.env, PYTHONUTF8: '1' }, windowsHide: true });
+    this.children.add(child);
+    child.once('exit', (code, signal) => {
+      this.children.delete(child);
+      this.lastExit = code === null ? `signal ${signal}` : `code ${code}`;
+    });
+    child.on('error', () => undefined); // reported by the promise below, or by the closed stream
+    if (this.ended) kill(child);
+    return new Promise((resolve, reject) => {
+      child.once('spawn', () => resolve(child));
+      child.once('error', (error) => {
+        this.children.delete(child); // never started, so never exits
+        reject(new Error(`${this.options.python}: ${error.message}`));
+      });
+    });
+  }
+
+  /** A polite shutdown first (the sidecar saves what it learned as it exits), then a kill for
+   * whatever is left; each step bounded. */
+  private async stop(): Promise<void> {
+    const limit = this.options.stopTimeoutMs;
+    if (this.client.state === State.Running) {
+      await within(this.client.stop(limit).then(() => this.exited(), () => undefined), limit);
+    }
+    this.children.forEach(kill);
+    await within(this.exited(), limit);
+  }
+
+  private exited(): Promise<void> {
+    return Promise.all([...this.children].map((child) => new Promise((resolve) => child.once('exit', resolve)))).then(() => undefined);
+  }
+}
+
+function isConnectionGone(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === ErrorCodes.PendingResponseRejected;
+}
+
+function failure(what: string): GatewayChatError {
+  return new GatewayChatError(`${NAME} ${what}`, 'sidecar', null);
+}
+
+/** The first line of an error, bounded: connection errors can quote whatever the process printed. */
+function detail(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const line = text.split('\n')[0].trim();
+  return line.length > 160 ? `${line.slice(0, 160)}…` : line;
+}
+
+function kill(child: ChildProcess): void {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  // On Windows a venv's python.exe is a launcher with the real interpreter as its child.
+  if (process.platform === 'win32') execFile('taskkill', ['/T', '/F', '/PID', String(child.pid)], () => undefined);
+  else child.kill('SIGKILL');
+}
+
+/** Waits for `promise`, at most `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}

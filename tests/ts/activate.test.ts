@@ -1,0 +1,165 @@
+// The real extension.ts activated with VS Code's API stubbed, the real sidecar and the loopback fake
+// gateway, over a global storage folder holding corrupt or wrongly typed files: activation never
+// fails, the provider still answers, bad entries are dropped with one log line and the files are
+// repaired; two windows saving counts to one folder keep both windows' counts.
+import assert from 'node:assert/strict';
+import { ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
+import type * as vscode from 'vscode';
+import * as stub from './vscode-stub';
+import { activate } from '../../extension/extension';
+import type { GatewayChatProvider, ModelEntry } from '../../extension/provider';
+import { checkCounts } from '../../extension/saved';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
+const MODEL = 'openai/gpt-5';
+let gateway: ChildProcess;
+const dirs: string[] = [];
+
+before(async () => {
+  gateway = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve) => gateway.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)));
+  stub.settings['vercelAiGateway.baseUrl'] = `${url}/v1`;
+  stub.settings['vercelAiGateway.maxRetries'] = 0;
+  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
+});
+
+after(() => {
+  gateway.kill();
+  dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
+  delete process.env.AI_GATEWAY_LM_PYTHON;
+  delete stub.settings['vercelAiGateway.baseUrl'];
+  delete stub.settings['vercelAiGateway.maxRetries'];
+});
+
+interface Window {
+  provider: GatewayChatProvider;
+  log: stub.LogOutputChannel;
+  close(): void;
+}
+
+/** Activates the extension the way VS Code does, in a "window" whose global storage is `storage`. */
+async function openWindow(storage: string): Promise<Window> {
+  const context = {
+    subscriptions: [] as { dispose(): unknown }[],
+    secrets: new stub.SecretStorage(),
+    globalStorageUri: { fsPath: storage },
+  };
+  await activate(context as unknown as vscode.ExtensionContext);
+  return {
+    provider: stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider,
+    log: stub.outputChannels.at(-1)!,
+    close: () => context.subscriptions.forEach((d) => d.dispose()),
+  };
+}
+
+function storageWith(models: string, counts: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-activate-'));
+  dirs.push(dir);
+  fs.writeFileSync(path.join(dir, 'models.json'), models);
+  fs.writeFileSync(path.join(dir, 'token-counts.json'), counts);
+  return dir;
+}
+
+const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
+const count = (window: Window, text: string) => window.provider.provideTokenCount({ id: MODEL } as vscode.LanguageModelChatInformation, text, token());
+const modelIds = async (window: Window) => (await window.provider.provideLanguageModelChatInformation({ silent: true }, token())).map((m) => m.id).sort();
+const hashed = (text: string) => createHash('sha1').update(`${MODEL}\u0000${text}`).digest('base64');
+const warnings = (window: Window, file: string) => window.log.lines.filter((line) => line.startsWith('warn') && line.includes(file));
+
+/** The counts file once it holds `key` (saves run in the background when a window closes). */
+async function savedCounts(dir: string, key: string): Promise<Record<string, number>> {
+  const file = path.join(dir, 'token-counts.json');
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+    const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+    const saved = text.startsWith('{') && text.endsWith('}') ? (JSON.parse(text) as { hashed?: Record<string, number> }) : undefined;
+    if (saved?.hashed && key in saved.hashed) {
+      assert.equal(checkCounts(saved).dropped, 0, 'the file holds only valid entries');
+      return saved.hashed;
+    }
+  }
+  return assert.fail(`token-counts.json never held ${key}`);
+}
+
+const FAKE_MODELS = ['fake/plain', 'fake/reasoning', 'fake/text', 'fake/tools'];
+
+test('both files null: activation succeeds, the models come from the gateway, counts work and the files are repaired', async () => {
+  const dir = storageWith('null', 'null');
+  const window = await openWindow(dir);
+  try {
+    assert.deepEqual(await modelIds(window), FAKE_MODELS);
+    assert.equal(await count(window, 'hello world'), 2);
+    assert.equal(warnings(window, 'models.json').length, 1);
+    assert.equal(warnings(window, 'token-counts.json').length, 1);
+  } finally {
+    window.close();
+  }
+  assert.deepEqual(await savedCounts(dir, hashed('hello world')), { [hashed('hello world')]: 2 });
+  const models = JSON.parse(fs.readFileSync(path.join(dir, 'models.json'), 'utf8')) as ModelEntry[];
+  assert.deepEqual(models.map((m) => m.id).sort(), FAKE_MODELS);
+});
+
+test('counts "oops" and a truncated models.json: activation succeeds and the provider answers', async () => {
+  const dir = storageWith('[{"id": "fake/te', '"oops"');
+  const window = await openWindow(dir);
+  try {
+    assert.deepEqual(await modelIds(window), FAKE_MODELS);
+    assert.equal(await count(window, 'hello world'), 2);
+    assert.match(warnings(window, 'models.json')[0] ?? '', /not valid JSON/);
+    assert.equal(warnings(window, 'token-counts.json').length, 1);
+  } finally {
+    window.close();
+  }
+  await savedCounts(dir, hashed('hello world'));
+});
+
+test('wrongly typed entries are dropped one by one, with one log line per file; the good ones are used', async () => {
+  const good: ModelEntry = {
+    id: 'cached/model', name: 'Cached', family: 'cached', version: '1', contextWindow: 1000, maxInputTokens: 900, maxOutputTokens: 100,
+    capabilities: { toolCalling: true, imageInput: false }, pricing: { input: 1, output: 2, cacheRead: null }, tooltip: '', detail: '',
+  };
+  const models = [{ id: 5 }, null, 'oops', good, { ...good, id: 'bad/limit', maxInputTokens: '900' }, { ...good, id: 'bad/price', pricing: { input: -1, output: 2, cacheRead: null } }, good];
+  const counts = {
+    plain: { [`${MODEL}\u0000read_file`]: 3, [`${MODEL}\u0000oops`]: 'oops', [`${MODEL}\u0000neg`]: -7, [`${MODEL}\u0000huge`]: 1e300, 'no separator': 4, [`${MODEL}\u0000half`]: 1.5 },
+    hashed: { [hashed('known prompt')]: 11, [hashed('negative')]: -7, 'not a hash': 4 },
+  };
+  const dir = storageWith(JSON.stringify(models), JSON.stringify(counts).replace('1e+300', '1e999'));
+  const window = await openWindow(dir);
+  try {
+    assert.deepEqual(await modelIds(window), ['cached/model'], 'the cached list is served at once');
+    assert.match(warnings(window, 'models.json').join('\n'), /: 6 invalid entries were dropped/);
+    assert.match(warnings(window, 'token-counts.json').join('\n'), /: 7 invalid entries were dropped/);
+    assert.equal(warnings(window, 'token-counts.json').length, 1);
+    assert.equal(await count(window, 'read_file'), 3, 'a valid saved count is used');
+    assert.equal(await count(window, 'known prompt'), 11);
+    assert.equal(await count(window, 'neg'), 1, 'a dropped count is asked of the sidecar');
+  } finally {
+    window.close();
+  }
+  const saved = await savedCounts(dir, hashed('neg'));
+  assert.equal(saved[hashed('known prompt')], 11);
+  assert.equal(saved[hashed('negative')], undefined, 'the file is repaired');
+});
+
+test('two windows on one storage folder: each saves its counts, and neither loses the other\'s', async () => {
+  const dir = storageWith('[]', '{}');
+  const [first, second] = [await openWindow(dir), await openWindow(dir)];
+  let firstCount = 0;
+  try {
+    firstCount = await count(first, 'only the first window counted this');
+    assert.ok(firstCount > 0);
+    assert.ok((await count(second, 'only the second window counted this')) > 0);
+  } finally {
+    first.close();
+  }
+  await savedCounts(dir, hashed('only the first window counted this'));
+  second.close();
+  const saved = await savedCounts(dir, hashed('only the second window counted this'));
+  assert.equal(saved[hashed('only the first window counted this')], firstCount, "the first window's count survived the second window's save");
+});

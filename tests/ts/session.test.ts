@@ -1,0 +1,191 @@
+// SidecarConnection on the real vscode-languageclient, against sidecars that hang, exit, fail
+// `initialize`, crash or write garbage (tests/ts/fixtures/fake-sidecar.ts) and against the real
+// sidecar: every request ends in bounded time with a message that says what happened, no process
+// is left behind, and the next request starts a fresh sidecar.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, afterEach, before, test } from 'node:test';
+import type * as vscode from 'vscode';
+import * as stub from './vscode-stub';
+import { GatewayChatError } from '../../extension/errors';
+import { SidecarConnection, SidecarLimits } from '../../extension/sidecar';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
+const LIMITS: SidecarLimits = { startTimeoutMs: 2000, stopTimeoutMs: 500, maxRestartCount: 2 };
+let dir: string;
+let pidFile: string;
+const connections: SidecarConnection[] = [];
+
+before(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-session-'));
+  pidFile = path.join(dir, 'pids');
+  // The "python" the extension runs: records its pid, then becomes the sidecar the test chose.
+  const wrapper = path.join(dir, 'python');
+  const fake = path.join(__dirname, 'fixtures', 'fake-sidecar.js');
+  fs.writeFileSync(wrapper, `#!/bin/sh
+echo $$ >> "${pidFile}"
+if [ "$SIDECAR_MODE" = real ]; then exec "${PYTHON}" "$@"; fi
+exec "${process.execPath}" "${fake}" "$SIDECAR_MODE"
+`, { mode: 0o755 });
+  process.env.AI_GATEWAY_LM_PYTHON = wrapper;
+});
+
+after(() => {
+  delete process.env.AI_GATEWAY_LM_PYTHON;
+  delete process.env.SIDECAR_MODE;
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+// Every test ends with every process it started gone.
+afterEach(async () => {
+  connections.splice(0).forEach((c) => c.dispose());
+  for (const pid of pids()) await until(() => !alive(pid), `process ${pid} exits`);
+});
+
+function connect(mode: string, limits: SidecarLimits = LIMITS): SidecarConnection {
+  process.env.SIDECAR_MODE = mode;
+  fs.writeFileSync(pidFile, '');
+  stub.shownErrors.length = 0;
+  const context = { globalStorageUri: { fsPath: dir } } as unknown as vscode.ExtensionContext;
+  const log = new stub.LogOutputChannel() as unknown as vscode.LogOutputChannel;
+  const connection = new SidecarConnection(context, log, log, limits);
+  connections.push(connection);
+  return connection;
+}
+
+function pids(): number[] {
+  return fs.readFileSync(pidFile, 'utf8').split('\n').filter(Boolean).map(Number);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(condition: () => boolean, what: string, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Awaits the promise's rejection: a GatewayChatError of kind `sidecar` matching `message`. */
+async function fails(promise: Promise<unknown>, message: RegExp): Promise<GatewayChatError> {
+  const error = await promise.then(
+    () => assert.fail('the request succeeded'),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof GatewayChatError, `a GatewayChatError, got ${String(error)}`);
+  assert.equal(error.kind, 'sidecar');
+  assert.match(error.message, message);
+  assert.doesNotMatch(error.message, /Client is not running|restarts by itself/);
+  return error;
+}
+
+const echo = (connection: SidecarConnection) => connection.request<{ method: string }>('gateway/echo', {});
+
+test('the real sidecar answers; Restart Server stops it for sure and the new one answers', async () => {
+  const connection = connect('real', { ...LIMITS, startTimeoutMs: 30_000 });
+  const count = () => connection.request<{ counts: number[] }>('gateway/countTokens', { model: 'openai/gpt-5', texts: ['hello world'] });
+  assert.deepEqual(await count(), { counts: [2] });
+  const [first] = pids();
+  await connection.restart();
+  assert.equal(alive(first), false, 'the old sidecar is gone when restart resolves');
+  assert.deepEqual(await count(), { counts: [2] });
+  assert.equal(pids().length, 2);
+  assert.equal(alive(pids()[1]), true);
+});
+
+test('a sidecar that never answers initialize: the request fails after the start timeout, the process is killed, the next request starts afresh', async () => {
+  const connection = connect('hang');
+  const started = Date.now();
+  await fails(echo(connection), /did not start within 2 s and was stopped\. The next request starts it again.*Show Logs/);
+  const took = Date.now() - started;
+  assert.ok(took >= 1900 && took < 4000, `failed after ${took} ms`);
+  await until(() => !alive(pids()[0]), 'the hung sidecar is killed');
+  assert.ok(stub.shownErrors.some((e) => /did not start within 2 s/.test(e.message) && e.actions.includes('Show Logs')), 'one clear pop-up');
+  process.env.SIDECAR_MODE = 'echo';
+  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+  assert.equal(pids().length, 2);
+});
+
+test('Restart Server while the start hangs: the waiting request fails at once and no process is left', async () => {
+  const connection = connect('hang');
+  const waiting = echo(connection);
+  await until(() => pids().length === 1, 'the sidecar is spawned');
+  const restarted = Date.now();
+  const restart = connection.restart();
+  await fails(waiting, /was restarted while this request waited/);
+  assert.ok(Date.now() - restarted < 1000, 'the waiting request failed at once');
+  await until(() => !alive(pids()[0]), 'the first sidecar is killed', 1000);
+  // The new one hangs too: the restart ends with the start timeout, and leaves nothing running.
+  await fails(restart, /did not start within 2 s/);
+  assert.equal(pids().length, 2);
+  await until(() => !alive(pids()[1]), 'the second sidecar is killed');
+});
+
+test('a running sidecar that ignores shutdown and SIGTERM: restart kills it and fails its requests at once', async () => {
+  const connection = connect('stuck');
+  await connection.restart(); // starts it
+  const [first] = pids();
+  const inFlight = fails(echo(connection), /was restarted/); // never answered by the sidecar
+  const restarted = Date.now();
+  process.env.SIDECAR_MODE = 'echo';
+  await connection.restart();
+  assert.ok(Date.now() - restarted < 2500, `restart took ${Date.now() - restarted} ms`);
+  assert.equal(alive(first), false, 'the stuck sidecar is killed');
+  await inFlight;
+  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+});
+
+test('initialize answered with an error: the request fails with it, and the next request starts afresh', async () => {
+  const connection = connect('initfail');
+  await fails(echo(connection), /could not start \(initialize failed on purpose\)\. The next request tries again/);
+  await until(() => !alive(pids()[0]), 'the sidecar is killed');
+  process.env.SIDECAR_MODE = 'echo';
+  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+});
+
+test('a sidecar that exits at once: the request fails within the start timeout and says how it exited', async () => {
+  const connection = connect('exit');
+  const started = Date.now();
+  await fails(echo(connection), /could not start \(it exited with code 3\)\. The next request tries again/);
+  assert.equal(pids().length, 1, 'not retried before the first start succeeded');
+  assert.ok(Date.now() - started < 3000);
+  process.env.SIDECAR_MODE = 'echo';
+  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+});
+
+for (const [mode, detail] of [
+  ['garbage', /Message header must separate key and value/],
+  ['badjson', /JSON/],
+] as const) {
+  test(`output that is not JSON-RPC (${mode}): the request fails at once, the process is killed, the next request starts afresh`, async () => {
+    const connection = connect(mode);
+    const error = await fails(echo(connection), /sent output that is not JSON-RPC \(.*\) and was stopped\. The next request starts a new one/);
+    assert.match(error.message, detail);
+    await until(() => !alive(pids()[0]), 'the sidecar is killed');
+    process.env.SIDECAR_MODE = 'echo';
+    assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+    assert.equal(pids().length, 2);
+  });
+}
+
+test('the restart limit: crashes are restarted, then the client gives up and the next request starts a new sidecar', async () => {
+  const connection = connect('crash');
+  await fails(echo(connection), /stopped while answering and is being restarted\. Try again/);
+  await fails(echo(connection), /stopped while answering and is being restarted/);
+  await fails(echo(connection), /stopped 3 times within 3 minutes, so it is not restarted by itself\. The next request starts a new one/);
+  assert.equal(pids().length, 3, 'two restarts by the client, then none');
+  process.env.SIDECAR_MODE = 'echo';
+  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+  assert.equal(pids().length, 4);
+});

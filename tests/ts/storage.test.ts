@@ -1,0 +1,113 @@
+// Files in global storage: read back entry by entry (a bad entry is dropped, never trusted, never
+// fatal) and written atomically, so that a reader in another window never sees part of a file.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, test } from 'node:test';
+import type { Rpc } from '../../extension/rpc';
+import { checkCounts, checkModels, mergeCounts } from '../../extension/saved';
+import { readJson, writeJsonAtomic } from '../../extension/storage';
+import { TokenCounter } from '../../extension/tokens';
+
+const HASH = 'qUqP5cyxm6YcTAhz05Hph5gvu9M='; // the shape of a SHA-1 in base64
+const MODEL = {
+  id: 'a/b', name: 'B', family: 'b', version: '1', contextWindow: 1000, maxInputTokens: 900, maxOutputTokens: 100,
+  capabilities: { toolCalling: true, imageInput: true }, pricing: { input: 1, output: 2, cacheRead: null }, tooltip: '', detail: '',
+};
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-storage-'));
+  dirs.push(dir);
+  return dir;
+};
+after(() => dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
+
+test('token counts: whole files of the wrong type are dropped and counted', () => {
+  for (const raw of [null, 'oops', 7, [], [1, 2]]) assert.deepEqual(checkCounts(raw), { value: { plain: {}, hashed: {} }, dropped: 1 }, JSON.stringify(raw));
+  assert.deepEqual(checkCounts(undefined), { value: { plain: {}, hashed: {} }, dropped: 0 }, 'a missing file is not an error');
+  assert.deepEqual(checkCounts({ plain: [], hashed: 'x' }), { value: { plain: {}, hashed: {} }, dropped: 2 });
+});
+
+test('token counts: only non-negative safe integers under well-formed keys are kept', () => {
+  const plain = { 'm\u0000ok': 3, 'm\u0000zero': 0, 'm\u0000str': 'oops', 'm\u0000neg': -7, 'm\u0000inf': Infinity, 'm\u0000nan': NaN, 'm\u0000frac': 1.5, 'm\u0000huge': 1e20, 'no-separator': 1, '\u0000no-model': 1, 'm\u0000null': null };
+  const hashed = { [HASH]: 5, 'short': 5, [HASH.replace('=', 'A')]: 5 };
+  const { value, dropped } = checkCounts({ plain, hashed });
+  assert.deepEqual(value, { plain: { 'm\u0000ok': 3, 'm\u0000zero': 0 }, hashed: { [HASH]: 5 } });
+  assert.equal(dropped, 11);
+});
+
+test('restore drops what is invalid, says how much, and makes the next save rewrite the file', async () => {
+  const rpc: Rpc = { request: async <R>() => ({ counts: [4] }) as R, onParts: () => ({ dispose() {} }) };
+  const counter = new TokenCounter(rpc);
+  assert.equal(counter.restore({ plain: { 'm\u0000kept': 2, 'm\u0000bad': -7 }, hashed: { [HASH]: 'oops' } }), 2);
+  assert.equal(await counter.count('m', 'kept'), 2);
+  assert.deepEqual(counter.snapshot(), { plain: { 'm\u0000kept': 2 }, hashed: {} }, 'the repaired file');
+  assert.equal(new TokenCounter(rpc).restore(null), 1);
+  const clean = new TokenCounter(rpc);
+  assert.equal(clean.restore({ plain: { 'm\u0000kept': 2 }, hashed: {} }), 0);
+  assert.equal(clean.snapshot(), undefined, 'a clean file is not rewritten');
+});
+
+test('merging keeps both windows\' counts', () => {
+  const merged = mergeCounts({ plain: { 'm\u0000a': 1 }, hashed: { [HASH]: 2 } }, { plain: { 'm\u0000b': 3 }, hashed: {} });
+  assert.deepEqual(merged, { plain: { 'm\u0000a': 1, 'm\u0000b': 3 }, hashed: { [HASH]: 2 } });
+});
+
+test('model cache: entries of the wrong shape are dropped one by one; duplicates keep the first', () => {
+  assert.deepEqual(checkModels(null), { value: [], dropped: 1 });
+  assert.deepEqual(checkModels({ models: [] }), { value: [], dropped: 1 });
+  const bad = [
+    null, 'oops', [], { ...MODEL, id: '' }, { ...MODEL, id: 7 }, { ...MODEL, name: null },
+    { ...MODEL, maxInputTokens: 0 }, { ...MODEL, maxOutputTokens: '100' }, { ...MODEL, contextWindow: 1e400 }, { ...MODEL, contextWindow: 10.5 },
+    { ...MODEL, capabilities: { toolCalling: 'yes', imageInput: true } }, { ...MODEL, capabilities: null },
+    { ...MODEL, pricing: { input: -1, output: 2, cacheRead: null } }, { ...MODEL, pricing: { input: 1, output: 2 } }, { ...MODEL, pricing: { input: NaN, output: 2, cacheRead: null } },
+  ];
+  const second = { ...MODEL, id: 'c/d' };
+  const { value, dropped } = checkModels([...bad, MODEL, { ...MODEL, name: 'duplicate' }, second]);
+  assert.deepEqual(value, [MODEL, second]);
+  assert.equal(dropped, bad.length + 1);
+});
+
+test('readJson: a missing file is quiet; an unreadable or invalid one is one warning; nothing throws', async () => {
+  const dir = tempDir();
+  const warnings: string[] = [];
+  const warn = (message: string) => warnings.push(message);
+  assert.equal(await readJson(path.join(dir, 'missing.json'), warn), undefined);
+  assert.equal(warnings.length, 0);
+  fs.writeFileSync(path.join(dir, 'truncated.json'), '{"plain": {"a');
+  assert.equal(await readJson(path.join(dir, 'truncated.json'), warn), undefined);
+  fs.mkdirSync(path.join(dir, 'folder.json'));
+  assert.equal(await readJson(path.join(dir, 'folder.json'), warn), undefined);
+  assert.equal(warnings.length, 2);
+  assert.match(warnings[0], /truncated\.json is not valid JSON/);
+  fs.writeFileSync(path.join(dir, 'null.json'), 'null');
+  assert.equal(await readJson(path.join(dir, 'null.json'), warn), null);
+});
+
+test('atomic writes: two writers and a reader on one file, the reader never sees part of a file', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'token-counts.json');
+  const big = (window: string) => ({ window, hashed: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`${window}-${i}`, i])) });
+  let writing = true;
+  let reads = 0;
+  const reader = (async () => {
+    while (writing) {
+      const text = await fs.promises.readFile(file, 'utf8').catch(() => undefined);
+      if (text !== undefined) {
+        assert.doesNotThrow(() => JSON.parse(text), `read ${reads}: ${text.length} characters that are not a whole file`);
+        reads++;
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  })();
+  const writer = async (window: string) => {
+    for (let i = 0; i < 25; i++) await writeJsonAtomic(file, big(window));
+  };
+  await Promise.all([writer('first'), writer('second')]);
+  writing = false;
+  await reader;
+  assert.ok(reads > 10, `the reader read ${reads} times`);
+  assert.deepEqual(fs.readdirSync(dir), ['token-counts.json'], 'no temporary file is left');
+});
