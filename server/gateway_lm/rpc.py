@@ -10,7 +10,7 @@ from collections.abc import Coroutine
 from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from . import __version__
@@ -32,6 +32,7 @@ from .params import (
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
 from .protocol import Settings
+from .stdio import serve_stdin
 from .tokens import count_message, count_request, count_text, encoding, encoding_name_for
 
 log = logging.getLogger("gateway_lm.rpc")
@@ -224,17 +225,11 @@ def serve() -> None:
 
 
 async def _serve_stdio(server: LanguageServer, rpc_out: BinaryIO) -> None:
-    """pygls' message loop on an asyncio pipe reader. pygls' own stdin reader hands every read to
-    a thread pool, which doubles the cost of each small request (a token count) (rfcs/0005)."""
+    """Our message loop (stdio.py) on an asyncio pipe reader. pygls' own stdin reader hands every read
+    to a thread pool, which doubles the cost of each small request (a token count) (rfcs/0005)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     server._stop_event = threading.Event()
     server.protocol.set_writer(StdoutWriter(rpc_out))
-    await run_async(
-        stop_event=server._stop_event,
-        reader=reader,
-        protocol=server.protocol,
-        logger=logging.getLogger("pygls"),
-        error_handler=server.report_server_error,
-    )
+    await serve_stdin(reader, server.protocol, server._stop_event)  # framing that survives bad input
