@@ -41,6 +41,7 @@ _NAME_ANY_CASE = re.compile(rb"content-length:", re.IGNORECASE)
 _LENGTH_LINE = re.compile(rb"content-length:[ \t]{0,8}(\d{1,15})[ \t]{0,8}\r\n", re.IGNORECASE)
 _OTHER_HEADER = re.compile(rb"[!-9;-~]+:[^\r\n]*")
 _LINE_SPAN = 64  # longer than any header line `_LENGTH_LINE` matches: the overlap between scans
+_ID_SPAN = 1024  # how much of a body that cannot be parsed is searched for its id
 # The id of a message whose body cannot be parsed, when it comes first or after jsonrpc/method
 # (as every client writes it); anything else is not guessed at.
 _PREFIX_ID = re.compile(
@@ -175,9 +176,9 @@ class Framer:
             del buf[:restart]
             return True
         if self._refused is not None:
-            if len(buf) < 1024:
+            if len(buf) < min(_ID_SPAN, self._discard):
                 return False
-            out.append(self._refuse(self._refused, buf[:1024]))
+            out.append(self._refuse(self._refused, buf[:_ID_SPAN]))
         count = min(self._discard, len(buf))
         if count < self._discard:
             count = max(0, count - _LINE_SPAN)  # keep what may be the start of a header
@@ -218,7 +219,7 @@ def _name_start_at_end(buf: bytearray, end: int) -> int | None:
 
 
 def _prefix_id(body: bytes | bytearray) -> int | str | None:
-    found = _PREFIX_ID.match(body[:1024])
+    found = _PREFIX_ID.match(body[:_ID_SPAN])
     if found is None:
         return None
     value = json.loads(found.group(1))
