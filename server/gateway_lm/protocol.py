@@ -119,6 +119,7 @@ class Settings(BaseModel):
     promptCacheKey: str | None = None
     connectTimeout: float = 10.0
     idleTimeout: float = 120.0
+    requestTimeout: float = 900.0  # one whole answer, retries included (rfcs/0001, Limits)
     maxRetries: int = 2
     caBundle: str | None = None
     logLevel: str = "info"

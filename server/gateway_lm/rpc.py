@@ -10,6 +10,7 @@ from collections.abc import Coroutine
 from typing import Any, BinaryIO
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
@@ -20,6 +21,7 @@ from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
 from .params import (
+    INVALID_PARAMS,
     ChatParams,
     ConfigureParams,
     CountParams,
@@ -53,6 +55,7 @@ class Sidecar:
         self.accounting = Accounting()
         self._background: set[asyncio.Future[None]] = set()
         self.tokenizer_load: asyncio.Future[Any] | None = None  # started at initialize
+        self._chats: set[str | int] = set()  # requestIds of the chats running now
 
     # ---- setup ----
 
@@ -63,7 +66,7 @@ class Sidecar:
         new = Settings.model_validate(merged)
         transport_changed = any(
             getattr(new, f) != getattr(self.settings, f)
-            for f in ("baseUrl", "connectTimeout", "idleTimeout", "caBundle")
+            for f in ("baseUrl", "connectTimeout", "idleTimeout", "requestTimeout", "maxRetries", "caBundle")
         )
         if new.stateDir != self.settings.stateDir:
             self.accounting = Accounting(new.stateDir)
@@ -115,6 +118,19 @@ class Sidecar:
 
     async def chat(self, params: Any) -> dict[str, Any]:
         request = validated(ChatParams, params)
+        if request.requestId in self._chats:  # their parts would be told apart by requestId alone
+            raise JsonRpcException(
+                message=f"A chat with requestId {request.requestId!r} is already running; each chat needs its own",
+                code=INVALID_PARAMS,
+                data={"kind": "bad_request", "status": None, "retryAfter": None},
+            )
+        self._chats.add(request.requestId)
+        try:
+            return await self._chat(request)
+        finally:
+            self._chats.discard(request.requestId)
+
+    async def _chat(self, request: ChatParams) -> dict[str, Any]:
         self.redact.add(request.apiKey)
         known = self.models.get(request.model)
         if known is not None and not known.capabilities.toolCalling and request.tools:
