@@ -12,16 +12,26 @@ const only = process.env.BENCH_ONLY; // tokens | streams | start | huge | accura
 const rows = [];
 const gateway = await startGateway();
 
-if (!only || only === 'tokens') rows.push(...(await tokenRows(gateway)));
+/** One section's rows; a section that fails says so in the table instead of losing the others. */
+async function section(name, run) {
+  if (only && only !== name) return;
+  try {
+    rows.push(...(await run()));
+  } catch (error) {
+    rows.push({ metric: `${name}: failed`, value: String(error?.message ?? error).slice(0, 80), target: '', ok: false });
+  }
+}
+
+await section('tokens', () => tokenRows(gateway));
 if (!only || only !== 'tokens') {
   const started = performance.now();
   const ext = await activate(storageDir(), gateway);
   const startMs = performance.now() - started;
   rows.push({ metric: 'activate() → sidecar started → model list answered', value: `${(startMs / 1000).toFixed(2)} s`, target: '≤ 1.0 s', ok: startMs <= 1000 });
-  if (!only || only === 'streams') rows.push(...(await streamRows(gateway, ext)));
-  if (!only || only === 'start') rows.push(...(await startRows(gateway, ext)));
-  if (!only || only === 'huge') rows.push(...(await hugeCountRows(gateway, ext)));
-  if (!only || only === 'accuracy') rows.push(...(await accuracyRows(gateway, ext)));
+  await section('streams', () => streamRows(gateway, ext));
+  await section('start', () => startRows(gateway, ext));
+  await section('huge', () => hugeCountRows(gateway, ext));
+  await section('accuracy', () => accuracyRows(gateway, ext));
   rows.push({ metric: 'sidecar resident memory after the runs', value: `${rssMb(ext.pid).toFixed(0)} MB`, target: '≤ 140 MB', ok: rssMb(ext.pid) <= 140 });
   await ext.deactivate();
 }

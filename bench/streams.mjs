@@ -156,8 +156,9 @@ export async function hugeCountRows(gateway, ext) {
     await chat;
     const returned = now() - cancelledAt;
     await counting;
-    const closed = (await gatewayRequests(gateway)).filter((r) => r.scenario === 'paced-2000-2').at(-1).client_closed_at * 1000;
-    cancels.push(Math.max(returned, closed ? closed - cancelledAt : Infinity));
+    // A chat held up so long that it never reached the gateway counts by when the provider returned.
+    const seen = (await gatewayRequests(gateway)).filter((r) => r.scenario === 'paced-2000-2' && r.received_at * 1000 > cancelledAt - 1000).at(-1);
+    cancels.push(Math.max(returned, !seen ? 0 : seen.client_closed_at ? seen.client_closed_at * 1000 - cancelledAt : Infinity));
   }
   return [
     { metric: `longest pause in a stream while ${(huge.length / 1e6).toFixed(0)} MB are counted (alone: ${median(alone).toFixed(0)} ms)`, value: `${Math.max(...counted).toFixed(0)} ms (worst of 5)`, target: '≤ 50 ms', ok: Math.max(...counted) <= 50 },

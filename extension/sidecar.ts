@@ -24,6 +24,7 @@ function sidecarSettings(stateDir: string): Record<string, unknown> {
     maxOutputTokens: c.get('maxOutputTokens'),
     connectTimeout: c.get('connectTimeout'),
     idleTimeout: c.get('idleTimeout'),
+    requestTimeout: c.get('requestTimeout'),
     maxRetries: c.get('maxRetries'),
     logLevel: c.get('logLevel'),
   };

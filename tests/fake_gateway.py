@@ -294,6 +294,8 @@ def tool_outputs(body: dict[str, Any]) -> list[str]:
 
 def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
     created = {"type": "response.created", "response": response_obj("in_progress")}
+    if serve_hostile(h, scenario, entry):
+        return
     if scenario == "overflow":
         body_text = (
             '{"error":{"message":"prompt is too long: 210000 tokens > 200000 maximum","type":"invalid_request_error"}}'
@@ -591,6 +593,162 @@ def serve_error(h: Handler, status: int) -> None:
         body = ERRORS[413][0]
     ctype = "text/html" if body.startswith("<") else "application/json"
     h._raw(status, body.encode(), ctype, headers)
+
+
+# ---- a gateway that misbehaves on purpose: time and memory bounds (issue 11) ----
+
+CREATED = {"type": "response.created", "response": response_obj("in_progress")}
+HOLD_FOR = 20.0  # how long a never-ending scenario goes on if the client does not give up
+
+
+def serve_hostile(h: Handler, scenario: str, entry: dict[str, Any]) -> bool:
+    """Serves `scenario` if it is one of these; False when it is not."""
+    serve = _HOSTILE.get(scenario)
+    if serve is None:
+        return False
+    try:
+        serve(h, entry)
+    except (BrokenPipeError, ConnectionResetError):
+        entry["client_closed_at"] = time.time()
+    return True
+
+
+def _write(h: Handler, data: bytes) -> None:
+    h.wfile.write(data)
+    h.wfile.flush()
+
+
+def _until_closed(h: Handler, entry: dict[str, Any], every: float, data: Any) -> None:
+    """Writes `data(n)` every `every` seconds until the client goes away (or HOLD_FOR passes)."""
+    deadline = time.time() + HOLD_FOR
+    n = 0
+    while time.time() < deadline:
+        chunk = data(n)
+        if chunk:
+            _write(h, chunk)
+        n += 1
+        time.sleep(every)
+        if _peer_closed(h):
+            break
+    entry["client_closed_at"] = time.time()
+
+
+def _keepalive(h: Handler, entry: dict[str, Any]) -> None:
+    h._start_stream()
+    _write(h, b"".join(sse(e) for e in [CREATED, *text_events(["Partial"])[:2]]))
+    _until_closed(h, entry, 0.05, lambda n: b": ping\n\n")
+
+
+def _trickle(h: Handler, entry: dict[str, Any]) -> None:
+    h._start_stream()
+    _write(h, b"".join(sse(e) for e in [CREATED, *text_events(["Partial"])[:2]]) + b"data: ")
+    _until_closed(h, entry, 0.05, lambda n: b"x")  # one byte at a time of an event that never ends
+
+
+def _drip(h: Handler, entry: dict[str, Any]) -> None:
+    h._start_stream()
+    _write(h, b"".join(sse(e) for e in [CREATED, *text_events([])[:1]]))
+    delta = text_events(["tick "])[1]
+    _until_closed(h, entry, 0.05, lambda n: sse(delta))  # real data, forever
+
+
+def _hang_headers(h: Handler, entry: dict[str, Any]) -> None:
+    h.close_connection = True
+    _until_closed(h, entry, 0.05, lambda n: b"")
+
+
+def _huge_line(h: Handler, entry: dict[str, Any]) -> None:
+    h._start_stream()
+    _write(h, sse(CREATED) + b"data: ")
+    for _ in range(100):  # 100 MiB in one line
+        _write(h, b"x" * (1 << 20))
+    _write(h, b"\n\n")
+
+
+def _big_error(h: Handler, entry: dict[str, Any]) -> None:
+    size = 50_000_000
+    h.send_response(500)
+    h.send_header("content-type", "application/json")
+    h.send_header("content-length", str(size))
+    h.end_headers()
+    head = b'{"error":{"message":"Overloaded ' + b"y" * 100
+    _write(h, head)
+    for _ in range((size - len(head)) // (1 << 20)):
+        _write(h, b"y" * (1 << 20))
+    _write(h, b"y" * ((size - len(head)) % (1 << 20)))
+
+
+def _bad_gzip(h: Handler, entry: dict[str, Any]) -> None:
+    body = b"this is not gzip at all " * 40
+    h.send_response(200)
+    h.send_header("content-type", "text/event-stream")
+    h.send_header("content-encoding", "gzip")
+    h.send_header("content-length", str(len(body)))
+    h.end_headers()
+    _write(h, body)
+
+
+def _bom(h: Handler, entry: dict[str, Any]) -> None:
+    h._start_stream()
+    first, second = text_events(["Hello", " world"])[1:3]
+    _write(h, b"\xef\xbb\xbf" + f"data: {json.dumps(first)}\n\n".encode() + sse(second) + sse(completed()))
+
+
+@functools.cache
+def many_items_body(count: int = 12_000) -> bytes:
+    """~4 MB of reasoning items, each at its own output index."""
+    events: list[dict[str, Any]] = [CREATED]
+    for i in range(count):
+        item = {"id": f"rs_{i}", "type": "reasoning"}
+        summary = {"type": "response.reasoning_summary_text.delta", "output_index": i, "summary_index": 0}
+        done = {**item, "summary": [{"type": "summary_text", "text": "x"}]}
+        events += [
+            {"type": "response.output_item.added", "output_index": i, "item": item},
+            {**summary, "item_id": f"rs_{i}", "delta": "x"},
+            {"type": "response.output_item.done", "output_index": i, "item": done},
+        ]
+    events += [*text_events(["done"], count), completed()]
+    return b"".join(sse(e) for e in events)
+
+
+def _many_items(h: Handler, entry: dict[str, Any]) -> None:
+    h._start_stream()
+    _write(h, many_items_body())
+
+
+def _deep_arguments(h: Handler, entry: dict[str, Any]) -> None:
+    h._start_stream()
+    arguments = '{"a":' * 5000 + "1" + "}" * 5000
+    _write(h, b"".join(sse(e) for e in [CREATED, *call_events("call_deep", "get_weather", arguments), completed()]))
+
+
+def _ratelimit_wait(h: Handler, entry: dict[str, Any]) -> None:
+    h._raw(429, ERRORS[429][0].encode(), "application/json", {"retry-after": "2"})
+
+
+def _hold(h: Handler, entry: dict[str, Any]) -> None:
+    h._start_stream()
+    _write(h, sse(CREATED))
+    time.sleep(1.0)
+    _write(h, b"".join(sse(e) for e in [*text_events(["held"]), completed()]))
+
+
+_HOSTILE = {
+    "keepalive": _keepalive,
+    "trickle": _trickle,
+    "drip": _drip,
+    "hang-headers": _hang_headers,
+    "huge-line": _huge_line,
+    "big-error": _big_error,
+    "bad-gzip": _bad_gzip,
+    "bom": _bom,
+    "many-items": _many_items,
+    "deep-arguments": _deep_arguments,
+    "hold": _hold,
+    "ratelimit-wait": _ratelimit_wait,
+}
+
+# ---- end of the misbehaving gateway ----
 
 
 class FakeServer(ThreadingHTTPServer):

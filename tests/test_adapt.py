@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -165,6 +166,47 @@ def test_parallel_calls_interleaved_keep_their_arguments() -> None:
 def test_arguments_are_repaired_only_when_safe(raw: str, expected: dict[str, Any]) -> None:
     parts = run([{"type": "response.output_item.done", "output_index": 0, "item": call_item(arguments=raw)}, COMPLETED])
     assert calls(parts)[0]["input"] == expected
+
+
+DEEP = '{"a":' * 5000 + "1" + "}" * 5000
+
+
+@pytest.mark.parametrize(
+    ("raw", "valid"),
+    [
+        (DEEP, False),  # deeper than Python's json reads: was a RecursionError that failed the turn
+        ("```\n" + DEEP + "\n```", False),
+        (DEEP + " junk", False),
+        ('{"a":' * 200 + "1" + "}" * 200, True),
+        ('{"a":' * 201 + "1" + "}" * 201, False),  # reads, but every later step recurses per level
+        ('{"x": NaN}', False),
+        ('{"x": -Infinity} tail', False),
+    ],
+)
+def test_unsafe_arguments_are_passed_on_as_invalid(raw: str, valid: bool) -> None:
+    parts = run([{"type": "response.output_item.done", "output_index": 0, "item": call_item(arguments=raw)}, COMPLETED])
+    assert (calls(parts)[0]["input"] != {INVALID_KEY: raw}) is valid
+
+
+def reasoning_items(count: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for i in range(count):
+        item = {"id": f"rs_{i}", "type": "reasoning"}
+        done = {**item, "summary": [{"type": "summary_text", "text": "x"}]}
+        events += [
+            {"type": "response.output_item.added", "output_index": i, "item": item},
+            {"type": "response.reasoning_summary_text.delta", "output_index": i, "summary_index": 0, "delta": "x"},
+            {"type": "response.output_item.done", "output_index": i, "item": done},
+        ]
+    return events
+
+
+def test_many_output_items_cost_linear_time() -> None:
+    # Checking each reasoning item against every slot shown so far was quadratic: 2.3 s here.
+    started = time.perf_counter()
+    parts = run([*reasoning_items(8000), COMPLETED])
+    assert len([p for p in parts if p["type"] == "thinking"]) == 8000
+    assert time.perf_counter() - started < 1.0
 
 
 def test_mapped_tool_names_are_mapped_back() -> None:

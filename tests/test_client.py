@@ -159,6 +159,28 @@ async def test_stall_longer_than_idle_timeout(gateway: FakeServer) -> None:
     assert time.monotonic() - started < 5
 
 
+async def test_keepalive_comments_do_not_restart_the_idle_clock(gateway: FakeServer) -> None:
+    started = time.monotonic()
+    error, parts = await failure(settings_for(gateway, idleTimeout=0.5), "fake/keepalive")
+    assert error.kind == "timeout" and "idleTimeout" in error.message
+    assert text_of(parts) == "Partial" and time.monotonic() - started < 2
+
+
+async def test_a_retry_that_would_outlast_the_idle_budget_is_not_made(gateway: FakeServer) -> None:
+    # retry-after 2 s with 1 s of budget: waiting could only end in a timeout, so the 429 is final.
+    started = time.monotonic()
+    error, _ = await failure(settings_for(gateway, idleTimeout=1, maxRetries=2), "fake/ratelimit-wait")
+    assert error.kind == "rate_limited" and len(gateway.gateway.requests) == 1
+    assert time.monotonic() - started < 0.5
+
+
+async def test_retries_fit_in_the_request_timeout(gateway: FakeServer) -> None:
+    started = time.monotonic()
+    error, _ = await failure(settings_for(gateway, requestTimeout=1, maxRetries=5), "fake/hang-headers")
+    assert error.kind == "timeout" and "requestTimeout" in error.message
+    assert time.monotonic() - started < 1.5 and len(gateway.gateway.requests) == 1
+
+
 async def test_connection_refused_is_a_network_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

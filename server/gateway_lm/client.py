@@ -2,13 +2,14 @@
 
 Retries happen only before the first event reached the caller (nothing shown can be shown twice):
 429 (honouring `retry-after`), 500/502/503/504 and connection failures, with jittered exponential
-backoff and a bounded count. The idle timeout is httpx's read timeout: the longest silence allowed
-between two reads of the stream.
+backoff and a bounded count, all within one time budget (deadline.py). What is read is bounded too:
+an error body to 64 KiB, the model list to 16 MiB, an SSE event to 16 MiB (sse.py).
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import math
 import os
@@ -22,6 +23,7 @@ import anyio
 import httpx
 from httpx_sse import ServerSentEvent
 
+from .deadline import Deadline
 from .errors import GatewayError, error_from_response, with_advice
 from .protocol import Settings
 from .sse import DONE, SSEFramer, parse_event
@@ -33,6 +35,11 @@ MAX_RETRY_AFTER = 20.0  # longer waits are the user's call, not a silent stall
 MAX_REPORTED_RETRY_AFTER = 86_400.0  # a day; a longer `retry-after` is reported as this
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
+MAX_ERROR_BODY = 64 << 10  # the gateway's words fit; an HTML page or a flood is cut
+MAX_MODELS_BODY = 16 << 20  # the catalogue is ~0.3 MB
+# No cap on connections: each chat holds one for its whole answer, and a cap turned the 101st
+# concurrent chat into a "timeout" while it waited for a free one.
+LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20)
 
 
 def resolve_api_key(explicit: str | None) -> str | None:
@@ -78,7 +85,9 @@ class GatewayClient:
             write=settings.connectTimeout,
             pool=settings.connectTimeout,
         )
-        self._http = httpx.AsyncClient(timeout=timeout, verify=_verify(settings), transport=transport, trust_env=True)
+        self._http = httpx.AsyncClient(
+            timeout=timeout, limits=LIMITS, verify=_verify(settings), transport=transport, trust_env=True
+        )
 
     @property
     def base_url(self) -> str:
@@ -100,38 +109,46 @@ class GatewayClient:
         """Parsed JSON events of one response, in order, in batches (one per network read).
         Ends at `[DONE]` or when the server closes."""
         url = f"{self.base_url}/responses"
+        deadline = Deadline(self.settings.idleTimeout, self.settings.requestTimeout)
         attempt = 0
         while True:
+            request = self._http.build_request("POST", url, json=body, headers=self._headers(api_key))
             try:
-                async with self._http.stream("POST", url, json=body, headers=self._headers(api_key)) as response:
-                    if response.status_code != 200:
-                        error = await self._error_for(response)
-                        if not self._should_retry(error, attempt):
-                            raise error
-                        delay = self._delay(attempt, error.retry_after)
-                    else:
-                        async for events in self._events(response):
-                            yield events
-                        return
+                response = await deadline.run(self._http.send(request, stream=True))
             except httpx.TransportError as exc:
                 error = self._transport_error(exc)
-                if not self._should_retry(error, attempt):
-                    raise error from None
-                delay = self._delay(attempt, None)
+            else:
+                try:
+                    if response.status_code == 200:
+                        async for events in self._events(response, deadline):
+                            yield events
+                        return
+                    error = await self._error_for(response, deadline)
+                finally:
+                    await response.aclose()
+            delay = self._retry_delay(error, attempt, deadline)
+            if delay is None:
+                raise error
             attempt += 1
             log.warning("retrying after %s (attempt %d): %s", f"{delay:.2f}s", attempt, error.message)
             await anyio.sleep(delay)
 
-    async def _events(self, response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+    async def _events(self, response: httpx.Response, deadline: Deadline) -> AsyncIterator[list[dict[str, Any]]]:
         """Events, one list per network read, so the caller's work per event stays synchronous."""
         content_type = response.headers.get("content-type", "")
         if "text/event-stream" not in content_type:
             raise GatewayError("protocol", with_advice("protocol", f"Expected an event stream, got '{content_type}'"))
         framer = SSEFramer()
+        chunks = response.aiter_bytes()
         try:
-            async for chunk in response.aiter_bytes():
+            while True:
+                try:
+                    chunk = await deadline.run(anext(chunks))
+                except StopAsyncIteration:
+                    break
                 events, done = self._parse(framer.feed(chunk))
                 if events:
+                    deadline.data()
                     yield events
                 if done:
                     return
@@ -139,14 +156,13 @@ class GatewayClient:
             if events:
                 yield events
         except httpx.ReadTimeout:
-            raise GatewayError(
-                "timeout",
-                with_advice("timeout", f"No data from the gateway for {self.settings.idleTimeout:g} s"),
-            ) from None
+            raise deadline.expired() from None
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
             raise GatewayError(
                 "network", with_advice("network", f"The connection to the gateway broke mid-answer ({exc})")
             ) from None
+        except httpx.DecodingError:
+            raise self._undecodable(response) from None
 
     @staticmethod
     def _parse(sses: list[ServerSentEvent]) -> tuple[list[dict[str, Any]], bool]:
@@ -162,29 +178,43 @@ class GatewayClient:
         return events, False
 
     def _transport_error(self, exc: httpx.TransportError) -> GatewayError:
+        if isinstance(exc, httpx.PoolTimeout):
+            return GatewayError("network", with_advice("network", "No free connection to the gateway"))
         if isinstance(exc, httpx.TimeoutException):
-            return GatewayError(
-                "timeout", with_advice("timeout", f"The gateway at {self.base_url} did not answer in time")
+            detail = (
+                f"The gateway at {self.base_url} did not answer within {self.settings.connectTimeout:g} s"
+                " (the connectTimeout setting)"
             )
+            return GatewayError("timeout", with_advice("timeout", detail))
         return GatewayError(
             "network", with_advice("network", f"Cannot reach {self.base_url} ({exc or type(exc).__name__})")
         )
 
-    async def _error_for(self, response: httpx.Response) -> GatewayError:
-        try:
-            body = await response.aread()
-        except httpx.HTTPError:
-            body = b""
-        return error_from_response(
-            response.status_code, body[:65536], parse_retry_after(response.headers.get("retry-after"))
+    @staticmethod
+    def _undecodable(response: httpx.Response) -> GatewayError:
+        encoding = response.headers.get("content-encoding", "none")
+        return GatewayError(
+            "protocol", with_advice("protocol", f"The gateway's answer could not be decoded (encoding '{encoding}')")
         )
 
-    def _should_retry(self, error: GatewayError, attempt: int) -> bool:
+    async def _error_for(self, response: httpx.Response, deadline: Deadline) -> GatewayError:
+        try:
+            body = await _read_at_most(response, MAX_ERROR_BODY, deadline)
+        except (httpx.HTTPError, GatewayError):
+            body = b""  # the status alone still says what happened
+        return error_from_response(response.status_code, body, parse_retry_after(response.headers.get("retry-after")))
+
+    def _retry_delay(self, error: GatewayError, attempt: int, deadline: Deadline) -> float | None:
+        """How long to wait before the next attempt; None when there is none (the count is spent, the
+        error is final, or the wait would not leave time for another attempt)."""
         if attempt >= self.settings.maxRetries:
-            return False
+            return None
         if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER:
-            return False
-        return error.kind in ("network", "timeout") or error.status in RETRY_STATUSES
+            return None
+        if error.kind not in ("network", "timeout") and error.status not in RETRY_STATUSES:
+            return None
+        delay = self._delay(attempt, error.retry_after)
+        return delay if deadline.allows(delay) else None
 
     @staticmethod
     def _delay(attempt: int, retry_after: float | None) -> float:
@@ -195,17 +225,38 @@ class GatewayClient:
 
     async def list_models(self, api_key: str | None = None) -> list[dict[str, Any]]:
         url = f"{self.base_url}/models"
+        deadline = Deadline(self.settings.idleTimeout, self.settings.requestTimeout)
+        headers = self._headers(api_key) | {"accept": "application/json"}
         try:
-            response = await self._http.get(url, headers=self._headers(api_key) | {"accept": "application/json"})
+            request = self._http.build_request("GET", url, headers=headers)
+            response = await deadline.run(self._http.send(request, stream=True))
+            try:
+                if response.status_code != 200:
+                    raise await self._error_for(response, deadline)
+                content = await _read_at_most(response, MAX_MODELS_BODY + 1, deadline)
+            finally:
+                await response.aclose()
         except httpx.TransportError as exc:
             raise self._transport_error(exc) from None
         except httpx.HTTPError as exc:  # e.g. an undecodable body
             raise GatewayError("protocol", with_advice("protocol", f"{url} answered badly ({exc})")) from None
-        if response.status_code != 200:
-            raise error_from_response(response.status_code, response.content[:65536])
+        if len(content) > MAX_MODELS_BODY:
+            raise GatewayError("protocol", with_advice("protocol", f"{url} sent more than {MAX_MODELS_BODY >> 20} MiB"))
         try:
-            payload = response.json()
-        except ValueError:
+            payload = json.loads(content)
+        except (ValueError, RecursionError):
             raise GatewayError("protocol", with_advice("protocol", f"{url} did not answer JSON")) from None
         data = payload.get("data") if isinstance(payload, dict) else None
         return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+
+
+async def _read_at_most(response: httpx.Response, limit: int, deadline: Deadline) -> bytes:
+    """The start of the (decoded) body, `limit` bytes at most; the rest is never read."""
+    body = bytearray()
+    chunks = response.aiter_bytes()
+    while len(body) < limit:
+        try:
+            body += await deadline.run(anext(chunks))
+        except StopAsyncIteration:
+            break
+    return bytes(body[:limit])

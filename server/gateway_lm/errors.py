@@ -32,7 +32,7 @@ _ADVICE: dict[str, str] = {
     "bad_request": "The gateway rejected the request; see the logs for details.",
     "upstream": "The gateway or the model provider had a problem; try again or pick another model.",
     "network": "Check the network, proxy and the base URL setting.",
-    "timeout": "The gateway stopped answering; try again or raise the timeout setting.",
+    "timeout": "Try again; if the model is just slow, raise the timeout setting.",
     "protocol": "The gateway sent a stream we could not understand; try again.",
     "cancelled": "",
 }

@@ -109,6 +109,7 @@ class ToolIn(BaseModel):
 MAX_TOKENS_SETTING = 100_000_000
 MAX_CONNECT_TIMEOUT = 600.0  # seconds
 MAX_IDLE_TIMEOUT = 3600.0
+MAX_REQUEST_TIMEOUT = 86400.0
 MAX_RETRIES = 10
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "trace"})
 SETTING_NAMES = {  # the extension's names for the settings whose names differ here
@@ -147,6 +148,8 @@ class Settings(BaseModel):
     promptCacheKey: str | None = None
     connectTimeout: Annotated[float, Field(gt=0, le=MAX_CONNECT_TIMEOUT)] = 10.0
     idleTimeout: Annotated[float, Field(gt=0, le=MAX_IDLE_TIMEOUT)] = 120.0
+    # one whole answer, retries included (rfcs/0001, Limits)
+    requestTimeout: Annotated[float, Field(gt=0, le=MAX_REQUEST_TIMEOUT)] = 900.0
     maxRetries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] = 2
     caBundle: str | None = None
     logLevel: Annotated[str, AfterValidator(_log_level)] = "info"

@@ -10,7 +10,7 @@ from collections.abc import Coroutine
 from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.io_ import run_async
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from . import __version__
@@ -22,6 +22,7 @@ from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
 from .outbox import Outbox, stdout_writer
 from .params import (
+    INVALID_PARAMS,
     ChatParams,
     ConfigureParams,
     CountParams,
@@ -35,6 +36,7 @@ from .params import (
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
 from .protocol import Settings, describe_problems, updated_settings
+from .stdio import serve_stdin
 from .tokens import count_request
 from .wirejson import WireProtocol
 
@@ -58,6 +60,7 @@ class Sidecar:
         self.tokens = TokenService()
         self.outbox = Outbox(None)  # given the stdout writer when serving starts
         self._shown_problems = ""  # the invalid settings last shown to the user
+        self._chats: set[str | int] = set()  # requestIds of the chats running now
 
     # ---- setup ----
 
@@ -67,7 +70,7 @@ class Sidecar:
         new, problems = updated_settings(self.settings, {**settings, "baseUrl": base_url} if base_url else settings)
         transport_changed = any(
             getattr(new, f) != getattr(self.settings, f)
-            for f in ("baseUrl", "connectTimeout", "idleTimeout", "caBundle")
+            for f in ("baseUrl", "connectTimeout", "idleTimeout", "requestTimeout", "maxRetries", "caBundle")
         )
         configure(ClientLogHandler(self.redact, self._log_to_client), new.logLevel)
         if new.stateDir != self.settings.stateDir:
@@ -128,6 +131,19 @@ class Sidecar:
 
     async def chat(self, params: Any) -> dict[str, Any]:
         request = validated(ChatParams, params)
+        if request.requestId in self._chats:  # their parts would be told apart by requestId alone
+            raise JsonRpcException(
+                message=f"A chat with requestId {request.requestId!r} is already running; each chat needs its own",
+                code=INVALID_PARAMS,
+                data={"kind": "bad_request", "status": None, "retryAfter": None},
+            )
+        self._chats.add(request.requestId)
+        try:
+            return await self._chat(request)
+        finally:
+            self._chats.discard(request.requestId)
+
+    async def _chat(self, request: ChatParams) -> dict[str, Any]:
         self.redact.add(request.apiKey)
         known = self.models.get(request.model)
         if known is not None and not known.capabilities.toolCalling and request.tools:
@@ -244,19 +260,14 @@ def serve() -> None:
 
 
 async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: BinaryIO) -> None:
-    """pygls' message loop on an asyncio pipe reader. pygls' own stdin reader hands every read to
-    a thread pool, which doubles the cost of each small request (a token count) (rfcs/0005)."""
+    """Our message loop (stdio.py) on an asyncio pipe reader, and a non-blocking writer (outbox.py).
+    pygls' own stdin reader hands every read to a thread pool, which doubles the cost of each small
+    request (a token count) (rfcs/0005)."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 26)
+    reader = asyncio.StreamReader(limit=1 << 20)  # stdin pauses past 2 MiB unread: memory stays bounded under load
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     server._stop_event = threading.Event()
     writer = await stdout_writer(rpc_out)
     server.protocol.set_writer(writer)
     sidecar.outbox.attach(writer)
-    await run_async(
-        stop_event=server._stop_event,
-        reader=reader,
-        protocol=server.protocol,
-        logger=logging.getLogger("pygls"),
-        error_handler=server.report_server_error,
-    )
+    await serve_stdin(reader, server.protocol, server._stop_event)  # framing that survives bad input

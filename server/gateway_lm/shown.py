@@ -17,6 +17,9 @@ class Shown:
     def __init__(self) -> None:
         # Lists, not `shown + delta`: re-copying a growing string per delta is quadratic.
         self._pieces: dict[Slot, list[str]] = {}
+        # Items with thinking shown, kept apart: scanning every slot per reasoning item was quadratic
+        # in the number of output items (2.3 s for 8,000 reasoning items).
+        self._thinking_items: set[Any] = set()
         self._last_text_item: Any = None
 
     def text(self, slot: Slot, delta: str) -> list[PartOut]:
@@ -32,6 +35,7 @@ class Shown:
         if not delta:
             return []
         self._remember(slot, delta)
+        self._thinking_items.add(slot[0])
         part: ThinkingPart = {"type": "thinking", "value": delta, "id": item_id}
         return [part]
 
@@ -46,7 +50,7 @@ class Shown:
         return slot in self._pieces
 
     def has_thinking(self, key: Any) -> bool:
-        return any(slot[0] == key and slot[1] in ("s", "r") for slot in self._pieces)
+        return key in self._thinking_items
 
     def _remember(self, slot: Slot, delta: str) -> None:
         pieces = self._pieces.get(slot)

@@ -4,6 +4,11 @@
 events per second that overhead dominates the stream (rfcs/0005-performance.md). The same
 line and event decoders, fed per chunk in a plain loop, give identical events for a fraction of the
 cost. The decoders live in httpx-sse's `_decoders` module, pinned with the package (0.4.3).
+
+One event (its unfinished line plus its `data:` lines so far) may hold at most MAX_EVENT characters:
+a gateway that never ends a line would otherwise grow the buffer, and its copies, without end.
+A byte-order mark at the start of a line is dropped (a server that writes one before its first
+`data:` would otherwise lose that event: the field name would not be `data`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,13 @@ from httpx_sse import ServerSentEvent
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from pydantic_core import from_json
 
+from .errors import GatewayError, with_advice
+
 DONE = object()  # the `data: [DONE]` sentinel some servers send
+# The largest real event is the terminal one, repeating the whole answer: ~1 MB for 128k output
+# tokens. 16 MiB leaves room for big tool arguments and inline images.
+MAX_EVENT = 16 << 20
+_BOM = "\ufeff"
 
 
 class SSEFramer:
@@ -23,9 +34,24 @@ class SSEFramer:
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._lines = SSELineDecoder()
         self._events = SSEDecoder()
+        self._line_chars = 0  # of the line not finished yet
+        self._data_chars = 0  # of the `data:` lines of the event not finished yet
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        return self._decode(self._lines.decode(self._text.decode(chunk)) if chunk else [])
+        if not chunk:
+            return []
+        text = self._text.decode(chunk)
+        lines = self._lines.decode(text)
+        # Counted as it grows, never summed: a line trickling in a byte per read stays linear.
+        if lines:
+            self._line_chars = sum(map(len, self._lines.buffer))  # one piece at most after a newline
+        else:
+            self._line_chars += len(text)
+        events = self._decode(lines)
+        if self._line_chars + self._data_chars > MAX_EVENT:
+            detail = f"An event from the gateway is larger than {MAX_EVENT >> 20} MiB; the answer was stopped"
+            raise GatewayError("protocol", with_advice("protocol", detail))
+        return events
 
     def close(self) -> list[ServerSentEvent]:
         """A last event not followed by a blank line still counts."""
@@ -36,6 +62,12 @@ class SSEFramer:
     def _decode(self, lines: list[str]) -> list[ServerSentEvent]:
         events = []
         for line in lines:
+            if line.startswith(_BOM):
+                line = line[1:]
+            if not line:
+                self._data_chars = 0  # the event ends
+            elif line.startswith("data"):
+                self._data_chars += len(line)
             sse = self._events.decode(line)
             if sse is not None:
                 events.append(sse)
