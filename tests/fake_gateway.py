@@ -169,6 +169,30 @@ class Gateway:
             return self.counters[key]
 
 
+class ChunkedWriter:
+    """A response body in HTTP/1.1 chunks: each write is one chunk; `finish()` writes the last."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, data: bytes) -> int:
+        if data:
+            self.raw.write(b"%x\r\n%s\r\n" % (len(data), data))
+        return len(data)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def finish(self) -> None:
+        try:
+            self.raw.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client went away, or the scenario reset the connection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)  # closed, close: what socketserver asks of its writer
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: FakeServer
@@ -192,12 +216,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _start_stream(self) -> None:
+        """As a real gateway streams: chunked, each write one HTTP chunk; a reset before the last
+        chunk is then a broken answer, not the end of one."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
         self.send_header("connection", "close")
         self.end_headers()
         self.close_connection = True
+        self.wfile = ChunkedWriter(self.wfile)  # type: ignore[assignment]
 
     def _send(self, entry: dict[str, Any], events: list[dict[str, Any]], gap: float = 0.0) -> bool:
         """Write events; False (and the time noted) when the client has gone away."""
@@ -215,6 +243,8 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def _reset(self) -> None:
+        if isinstance(self.wfile, ChunkedWriter):
+            self.wfile = self.wfile.raw  # no last chunk: the answer is broken off
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.connection.close()
 
@@ -266,6 +296,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "no such route", "type": "not_found"}})
             return
         serve_scenario(self, scenario, body, entry)
+        if isinstance(self.wfile, ChunkedWriter):
+            self.wfile.finish()
 
 
 def scenario_marker(body: dict[str, Any]) -> str | None:

@@ -69,6 +69,8 @@ class RawSidecar:
         options = {"baseUrl": base_url, "settings": {"maxRetries": 0}}
         await self.call("initialize", {"capabilities": {}, "initializationOptions": options})
         await self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        # As Copilot's first walk does: the tokenizer (~74 MiB) loads now, not during a memory check.
+        await self.call("gateway/countTokens", {"model": "openai/gpt-5", "texts": ["warm"]})
 
     async def send(self, data: bytes) -> None:
         assert self.proc is not None and self.proc.stdin is not None

@@ -27,6 +27,7 @@ from .deadline import Deadline
 from .errors import GatewayError, error_from_response, with_advice
 from .protocol import Settings
 from .sse import DONE, SSEFramer, parse_event
+from .transport import AiohttpTransport
 
 log = logging.getLogger("gateway_lm.client")
 
@@ -85,8 +86,12 @@ class GatewayClient:
             write=settings.connectTimeout,
             pool=settings.connectTimeout,
         )
+        verify = _verify(settings)
+        # Mounted for every URL rather than passed as `transport=`, which would turn off the proxies
+        # httpx takes from the environment (their more specific mounts win, and go through httpx).
+        mounts = {} if transport else {"all://": AiohttpTransport(verify)}
         self._http = httpx.AsyncClient(
-            timeout=timeout, limits=LIMITS, verify=_verify(settings), transport=transport, trust_env=True
+            timeout=timeout, limits=LIMITS, verify=verify, transport=transport, mounts=mounts, trust_env=True
         )
 
     @property
