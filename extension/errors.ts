@@ -1,11 +1,10 @@
-// Errors are classified once, in the sidecar ({kind, status, retryAfter}); this file renders them.
+// Errors are classified once, in the sidecar (ErrorData: {kind, status, retryAfter}); this file renders them.
 import * as vscode from 'vscode';
+import { ERROR_KINDS, ErrorKind } from './contract';
 
-export interface ErrorData {
-  kind: string;
-  status: number | null;
-  retryAfter: number | null;
-}
+/** The sidecar's kinds, and the extension's own for failures that never reach it: `setup` (the
+ * first-start setup) and `sidecar` (the connection to it). */
+export type Kind = ErrorKind | 'setup' | 'sidecar';
 
 export const MANAGE_KEY = 'Manage API Key';
 export const SHOW_LOGS = 'Show Logs';
@@ -13,7 +12,7 @@ export const SHOW_LOGS = 'Show Logs';
 export class GatewayChatError extends Error {
   constructor(
     message: string,
-    readonly kind: string,
+    readonly kind: Kind,
     readonly status: number | null,
   ) {
     super(message);
@@ -35,10 +34,12 @@ export function isCancellation(error: unknown): boolean {
  * the connection (extension/session.ts) has already told most of them as what happened. */
 export function fromRpcError(error: unknown): GatewayChatError {
   if (error instanceof GatewayChatError) return error;
-  const e = error as { message?: string; data?: Partial<ErrorData> } | undefined;
+  const e = error as { message?: string; data?: { kind?: unknown; status?: number | null } } | undefined;
   const data = e?.data;
   if (data && typeof data.kind === 'string') {
-    return new GatewayChatError(e?.message ?? 'The request failed.', data.kind, data.status ?? null);
+    // A kind outside the closed list would be a sidecar bug: told as one rather than trusted.
+    const kind = isErrorKind(data.kind) ? data.kind : 'internal';
+    return new GatewayChatError(e?.message ?? 'The request failed.', kind, data.status ?? null);
   }
   const detail = e?.message ?? String(error);
   return new GatewayChatError(
@@ -46,6 +47,10 @@ export function fromRpcError(error: unknown): GatewayChatError {
     'sidecar',
     null,
   );
+}
+
+function isErrorKind(kind: string): kind is ErrorKind {
+  return (ERROR_KINDS as readonly string[]).includes(kind);
 }
 
 /** Shows the error with its one action, without blocking the chat that throws it. */

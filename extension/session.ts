@@ -8,6 +8,7 @@ import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { CloseAction, CloseHandlerResult, ErrorAction, ErrorCodes, ErrorHandlerResult, LanguageClient, LanguageClientOptions, State } from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
 import { GatewayChatError, isCancellation } from './errors';
+import type { Method, Params, Result } from './rpc';
 
 export interface SessionOptions {
   python: string;
@@ -63,10 +64,10 @@ export class SidecarSession {
     }
   }
 
-  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
+  async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
     if (this.ended) throw this.ended;
     // An explicit `undefined` token would turn the params into a positional array.
-    const sent = token ? this.client.sendRequest<R>(method, params, token) : this.client.sendRequest<R>(method, params);
+    const sent = token ? this.client.sendRequest<Result<M>>(method, params, token) : this.client.sendRequest<Result<M>>(method, params);
     try {
       return await Promise.race([sent, this.endSignal]);
     } catch (error) {

@@ -2,15 +2,16 @@
 // start bounded; restarted by vscode-languageclient when it crashes, and afresh by the next request
 // once the client gives up (extension/session.ts); told about settings changes.
 import * as vscode from 'vscode';
+import type { Calibration, ConfigureParams, Settings } from './contract';
 import { GatewayChatError } from './errors';
-import { Calibration, PartsRouter, Rpc } from './rpc';
+import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
 
 export const SECTION = 'vercelAiGateway';
 
-/** The sidecar settings, named as rfcs/0003-rpc-contract.md lists them. */
-function sidecarSettings(stateDir: string): Record<string, unknown> {
+/** The sidecar's settings (the contract's Settings), from the extension's. */
+function sidecarSettings(stateDir: string): Settings {
   const c = vscode.workspace.getConfiguration(SECTION);
   return {
     stateDir,
@@ -63,8 +64,8 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
     this.router.onCalibration = handler;
   }
 
-  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
-    return (await this.ready()).request<R>(method, params, token);
+  async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
+    return (await this.ready()).request(method, params, token);
   }
 
   onParts(requestId: string, handler: Parameters<PartsRouter['subscribe']>[1]): vscode.Disposable {
@@ -114,7 +115,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
         // params (gateway/chat carries the key): both go through the redacting channel.
         outputChannel: this.traceChannel,
         traceOutputChannel: this.traceChannel,
-        initializationOptions: { settings: sidecarSettings(this.stateDir) },
+        initializationOptions: { settings: sidecarSettings(this.stateDir) } satisfies ConfigureParams,
       },
       ...this.limits,
       onEnd: (ended) => {

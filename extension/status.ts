@@ -1,7 +1,6 @@
 // The status bar item: the last request's usage against the model's context window, and its cost.
 import * as vscode from 'vscode';
-import type { ModelEntry } from './provider';
-import type { Usage } from './wire';
+import type { ModelEntry, UsagePart } from './contract';
 
 export class UsageStatus implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('vercelAiGateway.usage', vscode.StatusBarAlignment.Right, 100);
@@ -12,7 +11,7 @@ export class UsageStatus implements vscode.Disposable {
     this.item.command = 'vercelAiGateway.showLogs';
   }
 
-  show(model: ModelEntry | undefined, usage: Usage): void {
+  show(model: ModelEntry | undefined, usage: UsagePart): void {
     const share = model ? usage.inputTokens / model.contextWindow : undefined;
     const cost = model ? requestCost(model, usage) : undefined;
     if (cost !== undefined) this.sessionCost += cost;
@@ -42,7 +41,7 @@ export class UsageStatus implements vscode.Disposable {
   }
 }
 
-export function requestCost(model: ModelEntry, usage: Usage): number | undefined {
+export function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
   const { input, output, cacheRead } = model.pricing;
   if (input === null || output === null) return undefined;
   const fresh = usage.inputTokens - usage.cachedTokens;

@@ -4,12 +4,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { GatewayChatProvider, ModelEntry } from '../../extension/provider';
+import type { ModelEntry } from '../../extension/contract';
+import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/rpc';
 
 const model = (id: string): ModelEntry => ({
   id, name: id, family: 'f', version: '1', contextWindow: 1000, maxInputTokens: 900, maxOutputTokens: 100,
-  capabilities: { toolCalling: true, imageInput: false }, pricing: { input: null, output: null, cacheRead: null }, tooltip: '', detail: '',
+  capabilities: { toolCalling: true, imageInput: false }, reasoning: false, pricing: { input: null, output: null, cacheRead: null, cacheWrite: null },
+  tags: [], ownedBy: 'o', description: '', tooltip: '', detail: '',
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */

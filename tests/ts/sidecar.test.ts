@@ -8,9 +8,9 @@ import { CancellationTokenSource, createMessageConnection, MessageConnection, St
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { GatewayChatError } from '../../extension/errors';
-import { GatewayChatProvider, ModelEntry } from '../../extension/provider';
+import type { ModelEntry, UsagePart } from '../../extension/contract';
+import { GatewayChatProvider } from '../../extension/provider';
 import { PartsRouter, Rpc } from '../../extension/rpc';
-import type { Usage } from '../../extension/wire';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
@@ -18,7 +18,7 @@ const children: ChildProcess[] = [];
 let connection: MessageConnection;
 let provider: GatewayChatProvider;
 let gatewayUrl: string;
-const usages: Usage[] = [];
+const usages: UsagePart[] = [];
 const errors: GatewayChatError[] = [];
 
 function startGateway(): Promise<string> {

@@ -5,15 +5,17 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
+import type { ModelEntry } from '../../extension/contract';
 import type { Rpc } from '../../extension/rpc';
 import { checkCounts, checkModels, mergeCounts } from '../../extension/saved';
 import { readJson, writeJsonAtomic } from '../../extension/storage';
 import { TokenCounter } from '../../extension/tokens';
 
 const HASH = 'qUqP5cyxm6YcTAhz05Hph5gvu9M='; // the shape of a SHA-1 in base64
-const MODEL = {
+const MODEL: ModelEntry = {
   id: 'a/b', name: 'B', family: 'b', version: '1', contextWindow: 1000, maxInputTokens: 900, maxOutputTokens: 100,
-  capabilities: { toolCalling: true, imageInput: true }, pricing: { input: 1, output: 2, cacheRead: null }, tooltip: '', detail: '',
+  capabilities: { toolCalling: true, imageInput: true }, reasoning: false, pricing: { input: 1, output: 2, cacheRead: null, cacheWrite: null },
+  tags: ['vision'], ownedBy: 'a', description: '', tooltip: '', detail: '',
 };
 
 const dirs: string[] = [];
@@ -62,7 +64,8 @@ test('model cache: entries of the wrong shape are dropped one by one; duplicates
     null, 'oops', [], { ...MODEL, id: '' }, { ...MODEL, id: 7 }, { ...MODEL, name: null },
     { ...MODEL, maxInputTokens: 0 }, { ...MODEL, maxOutputTokens: '100' }, { ...MODEL, contextWindow: 1e400 }, { ...MODEL, contextWindow: 10.5 },
     { ...MODEL, capabilities: { toolCalling: 'yes', imageInput: true } }, { ...MODEL, capabilities: null },
-    { ...MODEL, pricing: { input: -1, output: 2, cacheRead: null } }, { ...MODEL, pricing: { input: 1, output: 2 } }, { ...MODEL, pricing: { input: NaN, output: 2, cacheRead: null } },
+    { ...MODEL, pricing: { ...MODEL.pricing, input: -1 } }, { ...MODEL, pricing: { input: 1, output: 2 } }, { ...MODEL, pricing: { ...MODEL.pricing, input: NaN } },
+    { ...MODEL, reasoning: 'no' }, { ...MODEL, tags: 'vision' }, { ...MODEL, tags: [1] }, { ...MODEL, ownedBy: undefined }, { ...MODEL, description: 3 },
   ];
   const second = { ...MODEL, id: 'c/d' };
   const { value, dropped } = checkModels([...bad, MODEL, { ...MODEL, name: 'duplicate' }, second]);

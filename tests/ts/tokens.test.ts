@@ -5,7 +5,7 @@ import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/rpc';
 import * as stub from './vscode-stub';
 import { TokenCounter, toolStrings } from '../../extension/tokens';
-import type { WireMessage } from '../../extension/wire';
+import type { MessageIn } from '../../extension/contract';
 
 function countingRpc(): { rpc: Rpc; calls: unknown[] } {
   const calls: unknown[] = [];
@@ -58,7 +58,7 @@ test('memory is bounded', async () => {
 test('a string that reads like a message keeps its own count', async () => {
   const { rpc } = countingRpc();
   const counter = new TokenCounter(rpc);
-  const message: WireMessage = { role: 1, name: null, content: [{ type: 'text', value: 'hi' }] };
+  const message: MessageIn = { role: 1, name: null, content: [{ type: 'text', value: 'hi' }] };
   assert.equal(await counter.count('m', message), 99);
   const lookalike = JSON.stringify(message);
   assert.equal(await counter.count('m', lookalike), lookalike.length);

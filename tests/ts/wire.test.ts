@@ -83,6 +83,8 @@ test('errors render with one action by kind', () => {
   assert.match(auth.message, /401/);
   const other = fromRpcError({ code: -32000, message: 'busy', data: { kind: 'rate_limited', status: 429, retryAfter: 3 } });
   assert.equal(other.action, 'Show Logs');
+  const unknown = fromRpcError({ code: -32000, message: 'odd', data: { kind: 'brand_new', status: null, retryAfter: null } });
+  assert.equal(unknown.kind, 'internal', 'a kind off the closed list is told as a sidecar bug');
   const crash = fromRpcError(new Error('Connection got disposed.'));
   assert.equal(crash.kind, 'sidecar');
   assert.match(crash.message, /did not answer \(Connection got disposed\.\).* Show Logs/);
