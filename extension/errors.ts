@@ -1,13 +1,21 @@
 // Errors are classified once, in the sidecar (ErrorData: {kind, status, retryAfter}); this file renders them.
 import * as vscode from 'vscode';
+import { COMMANDS, settingId } from './config';
 import { ERROR_KINDS, ErrorKind } from './contract';
 
 /** The sidecar's kinds, and the extension's own for failures that never reach it: `setup` (the
  * first-start setup) and `sidecar` (the connection to it). */
 export type Kind = ErrorKind | 'setup' | 'sidecar';
 
-export const MANAGE_KEY = 'Manage API Key';
-export const SHOW_LOGS = 'Show Logs';
+/** A button of a notification: VS Code hands back the one picked, which runs its command. */
+export interface Button extends vscode.MessageItem {
+  command: string;
+  args?: unknown[];
+}
+
+export const MANAGE_KEY: Button = { title: 'Manage API Key', command: COMMANDS.manage };
+export const SHOW_LOGS: Button = { title: 'Show Logs', command: COMMANDS.showLogs };
+export const CHOOSE_INTERPRETER: Button = { title: 'Choose Interpreter', command: 'workbench.action.openSettings', args: [settingId('pythonPath')] };
 
 export class GatewayChatError extends Error {
   constructor(
@@ -19,7 +27,7 @@ export class GatewayChatError extends Error {
     this.name = 'Vercel AI Gateway';
   }
 
-  get action(): string {
+  get action(): Button {
     return this.kind === 'auth' ? MANAGE_KEY : SHOW_LOGS;
   }
 }
@@ -53,9 +61,9 @@ function isErrorKind(kind: string): kind is ErrorKind {
   return (ERROR_KINDS as readonly string[]).includes(kind);
 }
 
-/** Shows the error with its one action, without blocking the chat that throws it. */
-export function offerAction(error: GatewayChatError, run: (action: string) => void): void {
-  void vscode.window.showErrorMessage(error.message, error.action).then((picked) => {
-    if (picked) run(picked);
+/** Shows an error with its buttons, without blocking the caller (a chat throws it, too). */
+export function showError(message: string, ...buttons: Button[]): void {
+  void vscode.window.showErrorMessage(message, ...buttons).then((picked) => {
+    if (picked) void vscode.commands.executeCommand(picked.command, ...(picked.args ?? []));
   });
 }

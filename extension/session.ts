@@ -7,6 +7,7 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { CloseAction, CloseHandlerResult, ErrorAction, ErrorCodes, ErrorHandlerResult, LanguageClient, LanguageClientOptions, State } from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
+import { CLIENT_ID } from './config';
 import { GatewayChatError, isCancellation } from './errors';
 import type { Method, Params, Result } from './rpc';
 
@@ -40,7 +41,7 @@ export class SidecarSession {
 
   constructor(private readonly options: SessionOptions) {
     this.endSignal.catch(() => undefined); // raced by every request; nobody else needs to see it
-    this.client = new LanguageClient('vercelAiGateway', 'Vercel AI Gateway sidecar', () => this.spawn(), {
+    this.client = new LanguageClient(CLIENT_ID, 'Vercel AI Gateway sidecar', () => this.spawn(), {
       ...options.clientOptions,
       errorHandler: { error: (error, _message, count) => this.onError(error, count), closed: () => this.onClosed() },
       initializationFailedHandler: () => false, // no pop-up with the raw error: start() reports it once

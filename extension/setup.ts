@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { setting } from './config';
 
 export class SetupError extends Error {
   constructor(
@@ -47,7 +48,7 @@ export async function sidecarPython(context: vscode.ExtensionContext, log: vscod
 
 async function findInterpreter(log: vscode.LogOutputChannel): Promise<string> {
   const candidates = [
-    vscode.workspace.getConfiguration('vercelAiGateway').get<string>('pythonPath') || undefined,
+    setting<string>('pythonPath') || undefined,
     await pythonExtensionInterpreter(),
     'python3',
     'python',

@@ -2,32 +2,30 @@
 // start bounded; restarted by vscode-languageclient when it crashes, and afresh by the next request
 // once the client gives up (extension/session.ts); told about settings changes.
 import * as vscode from 'vscode';
+import { setting } from './config';
 import type { Calibration, ConfigureParams, Settings } from './contract';
-import { GatewayChatError } from './errors';
+import { CHOOSE_INTERPRETER, GatewayChatError, SHOW_LOGS, showError } from './errors';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
 
-export const SECTION = 'vercelAiGateway';
-
 /** The sidecar's settings (the contract's Settings), from the extension's. */
 function sidecarSettings(stateDir: string): Settings {
-  const c = vscode.workspace.getConfiguration(SECTION);
   return {
     stateDir,
-    baseUrl: c.get('baseUrl'),
-    reasoningEffort: c.get('reasoningEffort'),
-    reasoningEffortByModel: c.get('reasoningEffortByModel'),
-    gatewayOrder: c.get('routing.order'),
-    gatewayOnly: c.get('routing.only'),
-    gatewayModels: c.get('routing.fallbackModels'),
-    outputReservation: c.get('outputReservation'),
-    maxOutputTokens: c.get('maxOutputTokens'),
-    connectTimeout: c.get('connectTimeout'),
-    idleTimeout: c.get('idleTimeout'),
-    requestTimeout: c.get('requestTimeout'),
-    maxRetries: c.get('maxRetries'),
-    logLevel: c.get('logLevel'),
+    baseUrl: setting('baseUrl'),
+    reasoningEffort: setting('reasoningEffort'),
+    reasoningEffortByModel: setting('reasoningEffortByModel'),
+    gatewayOrder: setting('routing.order'),
+    gatewayOnly: setting('routing.only'),
+    gatewayModels: setting('routing.fallbackModels'),
+    outputReservation: setting('outputReservation'),
+    maxOutputTokens: setting('maxOutputTokens'),
+    connectTimeout: setting('connectTimeout'),
+    idleTimeout: setting('idleTimeout'),
+    requestTimeout: setting('requestTimeout'),
+    maxRetries: setting('maxRetries'),
+    logLevel: setting('logLevel'),
   };
 }
 
@@ -134,11 +132,8 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   private startFailure(error: unknown): GatewayChatError {
     if (error instanceof Superseded) return error;
     const message = error instanceof Error ? error.message : String(error);
-    const choose = error instanceof SetupError && error.canChooseInterpreter ? ['Choose Interpreter'] : [];
-    void vscode.window.showErrorMessage(message, ...choose, 'Show Logs').then((picked) => {
-      if (picked === 'Show Logs') this.log.show();
-      if (picked === 'Choose Interpreter') void vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.pythonPath`);
-    });
+    const choose = error instanceof SetupError && error.canChooseInterpreter ? [CHOOSE_INTERPRETER] : [];
+    showError(message, ...choose, SHOW_LOGS);
     this.log.error(message);
     return error instanceof GatewayChatError ? error : new GatewayChatError(message, 'setup', null);
   }

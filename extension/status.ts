@@ -1,14 +1,15 @@
 // The status bar item: the last request's usage against the model's context window, and its cost.
 import * as vscode from 'vscode';
+import { COMMANDS, STATUS_ITEM_ID } from './config';
 import type { ModelEntry, UsagePart } from './contract';
 
 export class UsageStatus implements vscode.Disposable {
-  private readonly item = vscode.window.createStatusBarItem('vercelAiGateway.usage', vscode.StatusBarAlignment.Right, 100);
+  private readonly item = vscode.window.createStatusBarItem(STATUS_ITEM_ID, vscode.StatusBarAlignment.Right, 100);
   private sessionCost = 0;
 
   constructor() {
     this.item.name = 'Vercel AI Gateway usage';
-    this.item.command = 'vercelAiGateway.showLogs';
+    this.item.command = COMMANDS.showLogs;
   }
 
   show(model: ModelEntry | undefined, usage: UsagePart): void {

@@ -116,7 +116,7 @@ test('a tool call round trip pairs call and result at the gateway', async () => 
 test('a 401 throws a clear error with the Manage API Key action', async () => {
   await assert.rejects(chat('fake/error-401', [userMessage(new stub.LanguageModelTextPart('hi'))]), (error: GatewayChatError) => {
     assert.equal(error.kind, 'auth');
-    assert.equal(error.action, 'Manage API Key');
+    assert.equal(error.action.title, 'Manage API Key');
     assert.match(error.message, /API key/);
     return true;
   });
