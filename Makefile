@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
+TS_SOURCES := extension tests/ts bench scripts eslint.config.mjs
 
 .PHONY: install build test test-python test-node test-e2e screenshots lint contract bench clean
 
@@ -35,6 +36,7 @@ lint: $(VENV)/.ready node_modules/.ready
 	  status=$$?; rm -f $$tmp; \
 	  if [ $$status -ne 0 ]; then echo "extension/contract.ts is not what server/gateway_lm/contract.py makes: run 'make contract'" >&2; exit 1; fi
 	npx tsc -p . --noEmit
+	npx eslint --max-warnings 0 $(TS_SOURCES)
 
 # extension/contract.ts: the extension's types of the RPC seam, generated from the sidecar's models.
 contract: $(VENV)/.ready node_modules/.ready

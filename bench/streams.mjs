@@ -148,10 +148,9 @@ export async function hugeCountRows(gateway, ext) {
   for (let i = 0; i < 5; i++) {
     const source = new vscode.CancellationTokenSource();
     const counting = ext.provider.provideTokenCount(model, `${huge}cancel${i}`, token());
-    let cancelledAt = 0;
     const chat = viaProvider(ext.provider, 'paced-2000-2', () => {}, source.token).catch(() => '');
     await new Promise((r) => setTimeout(r, 150));
-    cancelledAt = now();
+    const cancelledAt = now();
     source.cancel();
     await chat;
     const returned = now() - cancelledAt;

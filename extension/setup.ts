@@ -20,7 +20,7 @@ const MIN_PYTHON: [number, number] = [3, 10];
 export async function sidecarPython(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<string> {
   const override = process.env.AI_GATEWAY_LM_PYTHON; // a Python that already has the sidecar (development, tests)
   if (override) return override;
-  const version = context.extension.packageJSON.version as string;
+  const version = (context.extension.packageJSON as { version: string }).version;
   const envDir = path.join(context.globalStorageUri.fsPath, `sidecar-${version}`);
   const python = path.join(envDir, process.platform === 'win32' ? 'Scripts\\python.exe' : 'bin/python');
   if (await exists(path.join(envDir, '.ready'))) return python;

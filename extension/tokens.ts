@@ -106,9 +106,9 @@ export class TokenCounter {
 
   private soleTexts(model: string, role: number): Map<string, number> {
     let byRole = this.messageTexts.get(model);
-    if (!byRole) this.messageTexts.set(model, (byRole = new Map()));
+    if (!byRole) this.messageTexts.set(model, (byRole = new Map<number, Map<string, number>>()));
     let byText = byRole.get(role);
-    if (!byText) byRole.set(role, (byText = new Map()));
+    if (!byText) byRole.set(role, (byText = new Map<string, number>()));
     if (byText.size >= this.capacity) byText.clear(); // bounded like the memo; refilled from it
     return byText;
   }
@@ -195,7 +195,7 @@ export class TokenCounter {
 
   private remember(model: string, text: string, count: number, fresh: boolean): void {
     let counts = this.memo.get(model);
-    if (!counts) this.memo.set(model, (counts = new Map()));
+    if (!counts) this.memo.set(model, (counts = new Map<string, number>()));
     if (!counts.has(text)) {
       if (this.entries >= this.capacity) this.forgetOldest();
       this.entries++;

@@ -21,14 +21,14 @@ export function serializeMessage(message: vscode.LanguageModelChatRequestMessage
   return {
     role: Number(message.role),
     name: message.name ?? null,
-    content: serializeParts(message.content as readonly unknown[], withData),
+    content: serializeParts(message.content, withData),
   };
 }
 
 /** The text of a message that is one plain text part and has no name (most messages Copilot counts):
  * a memo key that costs nothing to build. */
 export function soleText(message: vscode.LanguageModelChatRequestMessage): string | undefined {
-  const parts = message.content as readonly unknown[];
+  const parts = message.content;
   if (parts.length !== 1 || message.name) return undefined;
   const part = parts[0];
   return part instanceof vscode.LanguageModelTextPart ? part.value : undefined;

@@ -152,7 +152,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
 test('two windows on one storage folder: each saves its counts, and neither loses the other\'s', async () => {
   const dir = storageWith('[]', '{}');
   const [first, second] = [await openWindow(dir), await openWindow(dir)];
-  let firstCount = 0;
+  let firstCount: number;
   try {
     firstCount = await count(first, 'only the first window counted this');
     assert.ok(firstCount > 0);

@@ -24,7 +24,7 @@ const errors: GatewayChatError[] = [];
 function startGateway(): Promise<string> {
   const child = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
-  return new Promise((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)));
+  return new Promise((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)));
 }
 
 before(async () => {
@@ -33,12 +33,12 @@ before(async () => {
   delete env.AI_GATEWAY_API_KEY;
   const sidecar = spawn(PYTHON, ['-m', 'gateway_lm', 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
   children.push(sidecar);
-  connection = createMessageConnection(new StreamMessageReader(sidecar.stdout!), new StreamMessageWriter(sidecar.stdin!));
+  connection = createMessageConnection(new StreamMessageReader(sidecar.stdout), new StreamMessageWriter(sidecar.stdin));
   const router = new PartsRouter();
   router.attach(connection);
   connection.listen();
   await connection.sendRequest('initialize', { processId: process.pid, capabilities: {}, initializationOptions: { baseUrl: `${gatewayUrl}/v1`, settings: { maxRetries: 0 } } });
-  connection.sendNotification('initialized', {});
+  void connection.sendNotification('initialized', {});
   const rpc: Rpc = {
     request: (method, params, token) => (token ? connection.sendRequest(method, params, token as never) : connection.sendRequest(method, params)),
     onParts: (id, handler) => router.subscribe(id, handler),
@@ -67,11 +67,11 @@ const userMessage = (...content: unknown[]) => ({ role: 1, name: undefined, cont
 async function chat(model: string, messages: vscode.LanguageModelChatRequestMessage[], options: object = {}, cancel?: vscode.CancellationToken) {
   const parts: unknown[] = [];
   const info = { id: model } as vscode.LanguageModelChatInformation;
-  await provider.provideLanguageModelChatResponse(info, messages, { toolMode: 1, ...options } as never, { report: (p) => parts.push(p) }, cancel ?? token());
+  await provider.provideLanguageModelChatResponse(info, messages, { toolMode: 1, ...options }, { report: (p) => parts.push(p) }, cancel ?? token());
   return parts;
 }
 
-const textOf = (parts: unknown[]) => parts.filter((p) => p instanceof stub.LanguageModelTextPart).map((p) => (p as stub.LanguageModelTextPart).value).join('');
+const textOf = (parts: unknown[]) => parts.filter((p) => p instanceof stub.LanguageModelTextPart).map((p) => p.value).join('');
 
 test('the picker lists the gateway language models, all offered to agent mode', async () => {
   const models = await provider.provideLanguageModelChatInformation({ silent: true }, token());
@@ -128,7 +128,7 @@ test('cancelling stops the stream and reports nothing after', async () => {
   const parts: unknown[] = [];
   let cancelledAt = -1;
   const info = { id: 'fake/slow' } as vscode.LanguageModelChatInformation;
-  const done = provider.provideLanguageModelChatResponse(info, [userMessage(new stub.LanguageModelTextPart('hi'))], { toolMode: 1 } as never, {
+  const done = provider.provideLanguageModelChatResponse(info, [userMessage(new stub.LanguageModelTextPart('hi'))], { toolMode: 1 }, {
     report: (p) => {
       parts.push(p);
       if (parts.length === 3) {
@@ -136,7 +136,7 @@ test('cancelling stops the stream and reports nothing after', async () => {
         source.cancel();
       }
     },
-  }, source.token as unknown as vscode.CancellationToken);
+  }, source.token);
   await done;
   const afterCancel = parts.length;
   await new Promise((r) => setTimeout(r, 300));

@@ -11,7 +11,7 @@ const sonnet: ModelEntry = {
   pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 }, tags: [], ownedBy: 'anthropic', description: '', tooltip: '', detail: '',
 };
 const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart =>
-  ({ type: 'usage', inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, cachedTokens, reasoningTokens }) as UsagePart;
+  ({ type: 'usage', inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, cachedTokens, reasoningTokens });
 
 function latestItem(): stub.StatusBarItem {
   return stub.statusBarItems.at(-1)!;

@@ -62,7 +62,7 @@ test('model cache: entries of the wrong shape are dropped one by one; duplicates
   assert.deepEqual(checkModels({ models: [] }), { value: [], dropped: 1 });
   const bad = [
     null, 'oops', [], { ...MODEL, id: '' }, { ...MODEL, id: 7 }, { ...MODEL, name: null },
-    { ...MODEL, maxInputTokens: 0 }, { ...MODEL, maxOutputTokens: '100' }, { ...MODEL, contextWindow: 1e400 }, { ...MODEL, contextWindow: 10.5 },
+    { ...MODEL, maxInputTokens: 0 }, { ...MODEL, maxOutputTokens: '100' }, { ...MODEL, contextWindow: Infinity }, { ...MODEL, contextWindow: 10.5 },
     { ...MODEL, capabilities: { toolCalling: 'yes', imageInput: true } }, { ...MODEL, capabilities: null },
     { ...MODEL, pricing: { ...MODEL.pricing, input: -1 } }, { ...MODEL, pricing: { input: 1, output: 2 } }, { ...MODEL, pricing: { ...MODEL.pricing, input: NaN } },
     { ...MODEL, reasoning: 'no' }, { ...MODEL, tags: 'vision' }, { ...MODEL, tags: [1] }, { ...MODEL, ownedBy: undefined }, { ...MODEL, description: 3 },

@@ -8,7 +8,7 @@ import { serializeMessage, toResponsePart, usageDataPart } from '../../extension
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 function message(role: number, content: unknown[]): vscode.LanguageModelChatRequestMessage {
-  return { role, name: undefined, content } as unknown as vscode.LanguageModelChatRequestMessage;
+  return { role, name: undefined, content };
 }
 
 test('serialises every part type, system role included', () => {
