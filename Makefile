@@ -37,6 +37,7 @@ lint: $(VENV)/.ready node_modules/.ready
 	  if [ $$status -ne 0 ]; then echo "extension/contract.ts is not what server/gateway_lm/contract.py makes: run 'make contract'" >&2; exit 1; fi
 	npx tsc -p . --noEmit
 	npx eslint --max-warnings 0 $(TS_SOURCES)
+	npx prettier --check --log-level warn $(TS_SOURCES)
 
 # extension/contract.ts: the extension's types of the RPC seam, generated from the sidecar's models.
 contract: $(VENV)/.ready node_modules/.ready

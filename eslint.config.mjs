@@ -16,7 +16,10 @@ export default defineConfig(
       // A parameter a signature requires but the body does not use says so with a leading `_`.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       // node:test's test() returns a promise the runner awaits itself.
-      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'before', 'after', 'beforeEach', 'afterEach'] }] }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'before', 'after', 'beforeEach', 'afterEach'] }] },
+      ],
     },
   },
   {

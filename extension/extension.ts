@@ -18,7 +18,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = vscode.window.createOutputChannel('Vercel AI Gateway', { log: true });
   const status = new UsageStatus();
   const keys = new KeyStore(context.secrets);
-  const sidecar = new SidecarConnection(context, log, redacting(log, () => keys.known()));
+  const sidecar = new SidecarConnection(
+    context,
+    log,
+    redacting(log, () => keys.known()),
+  );
   const cacheFile = path.join(context.globalStorageUri.fsPath, 'models.json');
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const warn = (message: string) => log.warn(message);
@@ -40,7 +44,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   const dropped = provider.tokens.restore(await readJson(countsFile, warn));
   if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
-  const saveCounts = () => saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
+  const saveCounts = () =>
+    saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
   const saver = setInterval(() => void saveCounts(), 10_000);
 
   context.subscriptions.push(

@@ -28,7 +28,7 @@ export class KeyStore {
   async prompt(): Promise<void> {
     const key = await vscode.window.showInputBox({
       title: 'Vercel AI Gateway API key',
-      prompt: 'Create one at vercel.com → AI Gateway → API Keys. It is kept in VS Code\'s secret storage.',
+      prompt: "Create one at vercel.com → AI Gateway → API Keys. It is kept in VS Code's secret storage.",
       password: true,
       ignoreFocusOut: true,
       validateInput: (value) => (value.trim() ? undefined : 'Enter a key, or press Escape to cancel'),
@@ -40,9 +40,7 @@ export class KeyStore {
 
   async manage(): Promise<void> {
     const stored = await this.secrets.get(SECRET_API_KEY);
-    const pick = stored
-      ? await vscode.window.showQuickPick(['Replace API key', 'Remove API key'], { title: 'Vercel AI Gateway' })
-      : 'Replace API key';
+    const pick = stored ? await vscode.window.showQuickPick(['Replace API key', 'Remove API key'], { title: 'Vercel AI Gateway' }) : 'Replace API key';
     if (pick === 'Replace API key') await this.prompt();
     if (pick === 'Remove API key') {
       await this.secrets.delete(SECRET_API_KEY);
@@ -50,4 +48,3 @@ export class KeyStore {
     }
   }
 }
-

@@ -38,10 +38,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     this.tokens = new TokenCounter(rpc);
   }
 
-  async provideLanguageModelChatInformation(
-    options: { silent: boolean },
-    _token: vscode.CancellationToken,
-  ): Promise<vscode.LanguageModelChatInformation[]> {
+  async provideLanguageModelChatInformation(options: { silent: boolean }, _token: vscode.CancellationToken): Promise<vscode.LanguageModelChatInformation[]> {
     if (!options.silent && !(await this.hooks.apiKey())) await this.hooks.askForKey();
     if (this.models.length === 0) this.models = await this.hooks.loadCache();
     // VS Code asks several times in a row (and again after every change event): one fetch a minute
@@ -92,7 +89,11 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       model: model.id,
       messages: messages.map((m) => serializeMessage(m)),
       // VS Code types a tool's JSON schema as `object`; the sidecar checks that it is one.
-      tools: (options.tools ?? []).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as Record<string, unknown> | undefined })),
+      tools: (options.tools ?? []).map((t) => ({
+        name: t.name,
+        description: t.description,
+        inputSchema: t.inputSchema as Record<string, unknown> | undefined,
+      })),
       toolMode: options.toolMode,
       modelOptions: options.modelOptions ?? {},
       apiKey: await this.hooks.apiKey(),
@@ -101,7 +102,10 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       const result = await this.rpc.request('gateway/chat', params, token);
       if (result.usage) {
         progress.report(usageDataPart(result.usage));
-        this.hooks.onUsage(this.models.find((m) => m.id === model.id), result.usage);
+        this.hooks.onUsage(
+          this.models.find((m) => m.id === model.id),
+          result.usage,
+        );
       }
     } catch (error) {
       if (token.isCancellationRequested || isCancellation(error)) return;

@@ -5,7 +5,16 @@
 // its processes are killed, requests in flight fail at once with a message that says what
 // happened, and the owner starts a new session for the next request.
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { CloseAction, CloseHandlerResult, ErrorAction, ErrorCodes, ErrorHandlerResult, LanguageClient, LanguageClientOptions, State } from 'vscode-languageclient/node';
+import {
+  CloseAction,
+  CloseHandlerResult,
+  ErrorAction,
+  ErrorCodes,
+  ErrorHandlerResult,
+  LanguageClient,
+  LanguageClientOptions,
+  State,
+} from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
 import { CLIENT_ID } from './config';
 import { GatewayChatError, isCancellation } from './errors';
@@ -113,7 +122,10 @@ export class SidecarSession {
     if (state === State.Starting) {
       const seconds = Math.round(this.options.startTimeoutMs / 1000);
       this.startTimer = setTimeout(
-        () => this.end(failure(`did not start within ${seconds} s and was stopped. The next request starts it again; if this keeps happening, ${LOGS} to see why.`)),
+        () =>
+          this.end(
+            failure(`did not start within ${seconds} s and was stopped. The next request starts it again; if this keeps happening, ${LOGS} to see why.`),
+          ),
         this.options.startTimeoutMs,
       );
     }
@@ -121,7 +133,11 @@ export class SidecarSession {
     // A restart the client attempted by itself failed: it would answer "Client is not running" from
     // now on. (A first start that fails is told by start().)
     if (state === State.StartFailed && this.hasRun) {
-      this.end(failure(`could not be restarted${this.lastExit ? ` (it exited with ${this.lastExit})` : ''}. The next request starts it again; if it keeps failing, ${LOGS}.`));
+      this.end(
+        failure(
+          `could not be restarted${this.lastExit ? ` (it exited with ${this.lastExit})` : ''}. The next request starts it again; if it keeps failing, ${LOGS}.`,
+        ),
+      );
     }
   }
 
@@ -141,7 +157,9 @@ export class SidecarSession {
     while (this.restarts.length && now - this.restarts[0] > RESTART_WINDOW_MS) this.restarts.shift();
     if (this.restarts.length <= this.options.maxRestartCount) return { action: CloseAction.Restart };
     const times = this.options.maxRestartCount + 1;
-    this.end(failure(`stopped ${times} times within 3 minutes, so it is not restarted by itself. The next request starts a new one; ${LOGS} to see why it stops.`));
+    this.end(
+      failure(`stopped ${times} times within 3 minutes, so it is not restarted by itself. The next request starts a new one; ${LOGS} to see why it stops.`),
+    );
     return { action: CloseAction.DoNotRestart, handled: true };
   }
 
@@ -170,7 +188,13 @@ export class SidecarSession {
   private async stop(): Promise<void> {
     const limit = this.options.stopTimeoutMs;
     if (this.client.state === State.Running) {
-      await within(this.client.stop(limit).then(() => this.exited(), () => undefined), limit);
+      await within(
+        this.client.stop(limit).then(
+          () => this.exited(),
+          () => undefined,
+        ),
+        limit,
+      );
     }
     this.children.forEach(kill);
     await within(this.exited(), limit);

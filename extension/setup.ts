@@ -47,12 +47,7 @@ export async function sidecarPython(context: vscode.ExtensionContext, log: vscod
 }
 
 async function findInterpreter(log: vscode.LogOutputChannel): Promise<string> {
-  const candidates = [
-    setting<string>('pythonPath') || undefined,
-    await pythonExtensionInterpreter(),
-    'python3',
-    'python',
-  ].filter((c): c is string => !!c);
+  const candidates = [setting<string>('pythonPath') || undefined, await pythonExtensionInterpreter(), 'python3', 'python'].filter((c): c is string => !!c);
   const tooOld: string[] = [];
   for (const candidate of candidates) {
     const version = await run(candidate, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], log).catch(() => '');

@@ -166,4 +166,3 @@ export function redacting(log: vscode.LogOutputChannel, secrets: () => readonly 
     dispose: () => undefined,
   };
 }
-

@@ -244,7 +244,9 @@ function cutPoint(text: string, from: number): number {
 }
 
 function isSpace(code: number): boolean {
-  return (code >= 9 && code <= 13) || (code >= 0x1c && code <= 0x20) || code === 0x85 || code === 0xa0 || (code >= 0x1680 && /\s/.test(String.fromCharCode(code)));
+  return (
+    (code >= 9 && code <= 13) || (code >= 0x1c && code <= 0x20) || code === 0x85 || code === 0xa0 || (code >= 0x1680 && /\s/.test(String.fromCharCode(code)))
+  );
 }
 
 /** Messages are keyed by their JSON (or role and text, behind \u0002), marked so that no plain string

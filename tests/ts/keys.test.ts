@@ -24,7 +24,10 @@ beforeEach(() => {
 });
 
 afterEach(() => {
-  for (const [name, value] of [['AI_GATEWAY_API_KEY', saved.api], ['VERCEL_OIDC_TOKEN', saved.oidc]] as const) {
+  for (const [name, value] of [
+    ['AI_GATEWAY_API_KEY', saved.api],
+    ['VERCEL_OIDC_TOKEN', saved.oidc],
+  ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }

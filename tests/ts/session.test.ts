@@ -25,11 +25,15 @@ before(() => {
   // The "python" the extension runs: records its pid, then becomes the sidecar the test chose.
   const wrapper = path.join(dir, 'python');
   const fake = path.join(__dirname, 'fixtures', 'fake-sidecar.js');
-  fs.writeFileSync(wrapper, `#!/bin/sh
+  fs.writeFileSync(
+    wrapper,
+    `#!/bin/sh
 echo $$ >> "${pidFile}"
 if [ "$SIDECAR_MODE" = real ]; then exec "${PYTHON}" "$@"; fi
 exec "${process.execPath}" "${fake}" "$SIDECAR_MODE"
-`, { mode: 0o755 });
+`,
+    { mode: 0o755 },
+  );
   process.env.AI_GATEWAY_LM_PYTHON = wrapper;
 });
 
@@ -112,7 +116,10 @@ test('a sidecar that never answers initialize: the request fails after the start
   const took = Date.now() - started;
   assert.ok(took >= 1900 && took < 4000, `failed after ${took} ms`);
   await until(() => !alive(pids()[0]), 'the hung sidecar is killed');
-  assert.ok(stub.shownErrors.some((e) => /did not start within 2 s/.test(e.message) && e.actions.includes('Show Logs')), 'one clear pop-up');
+  assert.ok(
+    stub.shownErrors.some((e) => /did not start within 2 s/.test(e.message) && e.actions.includes('Show Logs')),
+    'one clear pop-up',
+  );
   process.env.SIDECAR_MODE = 'echo';
   assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
   assert.equal(pids().length, 2);

@@ -37,7 +37,11 @@ before(async () => {
   const router = new PartsRouter();
   router.attach(connection);
   connection.listen();
-  await connection.sendRequest('initialize', { processId: process.pid, capabilities: {}, initializationOptions: { baseUrl: `${gatewayUrl}/v1`, settings: { maxRetries: 0 } } });
+  await connection.sendRequest('initialize', {
+    processId: process.pid,
+    capabilities: {},
+    initializationOptions: { baseUrl: `${gatewayUrl}/v1`, settings: { maxRetries: 0 } },
+  });
   void connection.sendNotification('initialized', {});
   const rpc: Rpc = {
     request: (method, params, token) => (token ? connection.sendRequest(method, params, token as never) : connection.sendRequest(method, params)),
@@ -71,7 +75,11 @@ async function chat(model: string, messages: vscode.LanguageModelChatRequestMess
   return parts;
 }
 
-const textOf = (parts: unknown[]) => parts.filter((p) => p instanceof stub.LanguageModelTextPart).map((p) => p.value).join('');
+const textOf = (parts: unknown[]) =>
+  parts
+    .filter((p) => p instanceof stub.LanguageModelTextPart)
+    .map((p) => p.value)
+    .join('');
 
 test('the picker lists the gateway language models, all offered to agent mode', async () => {
   const models = await provider.provideLanguageModelChatInformation({ silent: true }, token());
@@ -110,7 +118,13 @@ test('a tool call round trip pairs call and result at the gateway', async () => 
   assert.equal(textOf(second), 'The tool said: sunny');
   const log = (await (await fetch(`${gatewayUrl}/_requests`)).json()) as { body: { input: { type: string; call_id?: string }[] } }[];
   const input = log.at(-1)!.body.input;
-  assert.deepEqual(input.slice(-2).map((i) => [i.type, i.call_id]), [['function_call', call.callId], ['function_call_output', call.callId]]);
+  assert.deepEqual(
+    input.slice(-2).map((i) => [i.type, i.call_id]),
+    [
+      ['function_call', call.callId],
+      ['function_call_output', call.callId],
+    ],
+  );
 });
 
 test('a 401 throws a clear error with the Manage API Key action', async () => {
@@ -128,15 +142,21 @@ test('cancelling stops the stream and reports nothing after', async () => {
   const parts: unknown[] = [];
   let cancelledAt = -1;
   const info = { id: 'fake/slow' } as vscode.LanguageModelChatInformation;
-  const done = provider.provideLanguageModelChatResponse(info, [userMessage(new stub.LanguageModelTextPart('hi'))], { toolMode: 1 }, {
-    report: (p) => {
-      parts.push(p);
-      if (parts.length === 3) {
-        cancelledAt = parts.length;
-        source.cancel();
-      }
+  const done = provider.provideLanguageModelChatResponse(
+    info,
+    [userMessage(new stub.LanguageModelTextPart('hi'))],
+    { toolMode: 1 },
+    {
+      report: (p) => {
+        parts.push(p);
+        if (parts.length === 3) {
+          cancelledAt = parts.length;
+          source.cancel();
+        }
+      },
     },
-  }, source.token);
+    source.token,
+  );
   await done;
   const afterCancel = parts.length;
   await new Promise((r) => setTimeout(r, 300));
@@ -147,7 +167,10 @@ test('cancelling stops the stream and reports nothing after', async () => {
 test('token counts for strings and messages', async () => {
   const info = { id: 'openai/gpt-5' } as vscode.LanguageModelChatInformation;
   assert.equal(await provider.provideTokenCount(info, 'hello world', token()), 2);
-  const counts = await Promise.all([provider.provideTokenCount(info, userMessage(new stub.LanguageModelTextPart('hello world')), token()), provider.provideTokenCount(info, '', token())]);
+  const counts = await Promise.all([
+    provider.provideTokenCount(info, userMessage(new stub.LanguageModelTextPart('hello world')), token()),
+    provider.provideTokenCount(info, '', token()),
+  ]);
   assert.ok(counts[0] > 2);
   assert.equal(counts[1], 0);
 });

@@ -6,12 +6,30 @@ import type { ModelEntry, UsagePart } from '../../extension/contract';
 import { UsageStatus } from '../../extension/status';
 
 const sonnet: ModelEntry = {
-  id: 'anthropic/claude-sonnet-4', name: 'Claude Sonnet 4', family: 'claude', version: '4', contextWindow: 200_000,
-  maxInputTokens: 183_616, maxOutputTokens: 64_000, capabilities: { toolCalling: true, imageInput: true }, reasoning: true,
-  pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 }, tags: [], ownedBy: 'anthropic', description: '', tooltip: '', detail: '',
+  id: 'anthropic/claude-sonnet-4',
+  name: 'Claude Sonnet 4',
+  family: 'claude',
+  version: '4',
+  contextWindow: 200_000,
+  maxInputTokens: 183_616,
+  maxOutputTokens: 64_000,
+  capabilities: { toolCalling: true, imageInput: true },
+  reasoning: true,
+  pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+  tags: [],
+  ownedBy: 'anthropic',
+  description: '',
+  tooltip: '',
+  detail: '',
 };
-const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart =>
-  ({ type: 'usage', inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, cachedTokens, reasoningTokens });
+const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
+  type: 'usage',
+  inputTokens,
+  outputTokens,
+  totalTokens: inputTokens + outputTokens,
+  cachedTokens,
+  reasoningTokens,
+});
 
 function latestItem(): stub.StatusBarItem {
   return stub.statusBarItems.at(-1)!;

@@ -26,7 +26,14 @@ test('serialises every part type, system role included', () => {
     content: [
       { type: 'text', value: 'be brief' },
       { type: 'toolCall', callId: 'c1', name: 'read', input: { p: 1 } },
-      { type: 'toolResult', callId: 'c1', content: [{ type: 'text', value: 'out' }, { type: 'data', mimeType: 'image/*', data: 'iVBORw0KGgo=' }] },
+      {
+        type: 'toolResult',
+        callId: 'c1',
+        content: [
+          { type: 'text', value: 'out' },
+          { type: 'data', mimeType: 'image/*', data: 'iVBORw0KGgo=' },
+        ],
+      },
       { type: 'data', mimeType: 'cache_control', data: 'ZXBoZW1lcmFs' },
       { type: 'thinking', value: ['a', 'b'], id: 't1' },
       { type: 'text', value: '{"node":1}' },
@@ -77,7 +84,11 @@ test('usage becomes the data part Copilot reads', () => {
 });
 
 test('errors render with one action by kind', () => {
-  const auth = fromRpcError({ code: -32000, message: 'AI Gateway answered 401: Invalid API key. Set a valid key', data: { kind: 'auth', status: 401, retryAfter: null } });
+  const auth = fromRpcError({
+    code: -32000,
+    message: 'AI Gateway answered 401: Invalid API key. Set a valid key',
+    data: { kind: 'auth', status: 401, retryAfter: null },
+  });
   assert.equal(auth.kind, 'auth');
   assert.deepEqual(auth.action, { title: 'Manage API Key', command: 'vercelAiGateway.manage' });
   assert.match(auth.message, /401/);
@@ -94,7 +105,9 @@ test('errors render with one action by kind', () => {
 
 test('a clicked button runs its command with its arguments; no click runs nothing', async () => {
   const ran: unknown[][] = [];
-  const registered = ['workbench.action.openSettings', 'vercelAiGateway.showLogs'].map((id) => stub.commands.registerCommand(id, (...args) => ran.push([id, ...args])));
+  const registered = ['workbench.action.openSettings', 'vercelAiGateway.showLogs'].map((id) =>
+    stub.commands.registerCommand(id, (...args) => ran.push([id, ...args])),
+  );
   try {
     stub.answers.errorButton.push('Choose Interpreter', undefined);
     showError('No Python', CHOOSE_INTERPRETER, SHOW_LOGS);
