@@ -149,7 +149,7 @@ function reportParts(parts: StreamPart[], thinking: ThinkingMode, progress: vsco
   }
 }
 
-export function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformation {
+function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformation {
   return {
     id: model.id,
     name: model.name,

@@ -37,7 +37,7 @@ export interface SidecarLimits {
   maxRestartCount: number;
 }
 
-export const DEFAULT_LIMITS: SidecarLimits = { startTimeoutMs: 30_000, stopTimeoutMs: 2_000, maxRestartCount: 4 };
+const DEFAULT_LIMITS: SidecarLimits = { startTimeoutMs: 30_000, stopTimeoutMs: 2_000, maxRestartCount: 4 };
 
 /** Why a start or request was abandoned by us: no pop-up, the caller asked for it. */
 class Superseded extends GatewayChatError {}

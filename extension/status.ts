@@ -42,7 +42,7 @@ export class UsageStatus implements vscode.Disposable {
   }
 }
 
-export function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
+function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
   const { input, output, cacheRead } = model.pricing;
   if (input === null || output === null) return undefined;
   const fresh = usage.inputTokens - usage.cachedTokens;

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { MessageIn, StreamPart, ToolResultIn, UsagePart } from './contract';
 
 /** A part of a message, and of a tool result, as the sidecar reads them. */
-export type WirePart = NonNullable<MessageIn['content']>[number];
+type WirePart = NonNullable<MessageIn['content']>[number];
 type ResultPart = NonNullable<ToolResultIn['content']>[number];
 
 export type ThinkingMode = 'auto' | 'text' | 'hidden';
@@ -13,7 +13,7 @@ export type ThinkingMode = 'auto' | 'text' | 'hidden';
 type ThinkingCtor = new (value: string | string[], id?: string) => vscode.LanguageModelResponsePart;
 
 /** The proposed LanguageModelThinkingPart, when this VS Code has it at runtime. */
-export function thinkingClass(): ThinkingCtor | undefined {
+function thinkingClass(): ThinkingCtor | undefined {
   return (vscode as unknown as { LanguageModelThinkingPart?: ThinkingCtor }).LanguageModelThinkingPart;
 }
 
@@ -34,7 +34,7 @@ export function soleText(message: vscode.LanguageModelChatRequestMessage): strin
   return part instanceof vscode.LanguageModelTextPart ? part.value : undefined;
 }
 
-export function serializeParts(parts: readonly unknown[], withData = true): WirePart[] {
+function serializeParts(parts: readonly unknown[], withData = true): WirePart[] {
   const out: WirePart[] = [];
   for (const part of parts) {
     const wire = serializePart(part, withData);
