@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
+TS_SOURCES := extension tests/ts bench scripts eslint.config.mjs
 
-.PHONY: install build test test-python test-node test-e2e screenshots lint bench clean
+.PHONY: install build test test-python test-node test-e2e screenshots lint contract bench clean
 
 install: build
 	@bash scripts/install-vsix.sh $(VSIX)
@@ -31,7 +32,16 @@ lint: $(VENV)/.ready node_modules/.ready
 	$(VENV)/bin/ruff check server tests
 	$(VENV)/bin/ruff format --check server tests
 	$(VENV)/bin/mypy
+	@tmp=$$(mktemp --suffix=.ts); PYTHON=$(PY) node scripts/gen-contract.mjs $$tmp && diff -u extension/contract.ts $$tmp; \
+	  status=$$?; rm -f $$tmp; \
+	  if [ $$status -ne 0 ]; then echo "extension/contract.ts is not what server/gateway_lm/contract.py makes: run 'make contract'" >&2; exit 1; fi
 	npx tsc -p . --noEmit
+	npx eslint --max-warnings 0 $(TS_SOURCES)
+	npx prettier --check --log-level warn $(TS_SOURCES)
+
+# extension/contract.ts: the extension's types of the RPC seam, generated from the sidecar's models.
+contract: $(VENV)/.ready node_modules/.ready
+	PYTHON=$(PY) node scripts/gen-contract.mjs extension/contract.ts
 
 test-python: $(VENV)/.ready
 	$(PY) -m pytest -q -p no:cacheprovider

@@ -27,7 +27,12 @@ if (!only || only !== 'tokens') {
   const started = performance.now();
   const ext = await activate(storageDir(), gateway);
   const startMs = performance.now() - started;
-  rows.push({ metric: 'activate() → sidecar started → model list answered', value: `${(startMs / 1000).toFixed(2)} s`, target: '≤ 1.0 s', ok: startMs <= 1000 });
+  rows.push({
+    metric: 'activate() → sidecar started → model list answered',
+    value: `${(startMs / 1000).toFixed(2)} s`,
+    target: '≤ 1.0 s',
+    ok: startMs <= 1000,
+  });
   await section('streams', () => streamRows(gateway, ext));
   await section('start', () => startRows(gateway, ext));
   await section('huge', () => hugeCountRows(gateway, ext));
@@ -39,7 +44,9 @@ if (!only || only !== 'tokens') {
 const load = os.loadavg()[0].toFixed(2);
 const widths = ['metric', 'value', 'target'].map((k) => Math.max(k.length, ...rows.map((r) => String(r[k]).length)));
 const line = (r) => `| ${String(r.metric).padEnd(widths[0])} | ${String(r.value).padEnd(widths[1])} | ${String(r.target).padEnd(widths[2])} | ${r.ok} |`;
-console.log(`\nBenchmark (medians of ${RUNS} runs unless stated; ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, load ${load}, Node ${process.version})`);
+console.log(
+  `\nBenchmark (medians of ${RUNS} runs unless stated; ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, load ${load}, Node ${process.version})`,
+);
 console.log(line({ metric: 'metric', value: 'value', target: 'target', ok: 'met' }));
 console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|---|`);
 rows.forEach((r) => console.log(line({ ...r, ok: r.ok === undefined ? '' : r.ok ? 'yes' : 'NO' })));

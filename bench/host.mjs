@@ -57,7 +57,12 @@ export async function activate(dir, gateway) {
     globalStorageUri: { fsPath: dir },
     extensionPath: ROOT,
     extension: { packageJSON: { version: 'bench' } },
-    secrets: { get: async (k) => secrets.get(k), store: async (k, v) => void secrets.set(k, v), delete: async (k) => void secrets.delete(k), onDidChange: () => ({ dispose() {} }) },
+    secrets: {
+      get: async (k) => secrets.get(k),
+      store: async (k, v) => void secrets.set(k, v),
+      delete: async (k) => void secrets.delete(k),
+      onDidChange: () => ({ dispose() {} }),
+    },
   };
   const before = new Set(sidecarPids());
   await bundle.activate(context);

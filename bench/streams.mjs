@@ -8,7 +8,15 @@ const EVENTS = 5004;
 const EXPECTED_TEXT = Array.from({ length: EVENTS - 3 }, (_, n) => ` word${n % 97}`).join('');
 
 function info(scenario) {
-  return { id: `fake/${scenario}`, name: scenario, family: 'fake', version: '1', maxInputTokens: 100000, maxOutputTokens: 8000, capabilities: { toolCalling: true } };
+  return {
+    id: `fake/${scenario}`,
+    name: scenario,
+    family: 'fake',
+    version: '1',
+    maxInputTokens: 100000,
+    maxOutputTokens: 8000,
+    capabilities: { toolCalling: true },
+  };
 }
 
 function progress(onText) {
@@ -23,13 +31,23 @@ function progress(onText) {
 export async function viaProvider(provider, scenario, onText = () => {}, token = new vscode.CancellationTokenSource().token) {
   let text = '';
   const messages = [vscode.LanguageModelChatMessage.User('go')];
-  await provider.provideLanguageModelChatResponse(info(scenario), messages, { tools: [], toolMode: 1 }, progress((t) => ((text += t), onText(t))), token);
+  await provider.provideLanguageModelChatResponse(
+    info(scenario),
+    messages,
+    { tools: [], toolMode: 1 },
+    progress((t) => ((text += t), onText(t))),
+    token,
+  );
   return text;
 }
 
 /** The baseline: what an in-process TypeScript provider does — fetch, parse SSE, report parts. */
 export async function direct(gateway, scenario, onText = () => {}) {
-  const response = await fetch(`${gateway}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: `fake/${scenario}`, input: [], stream: true }) });
+  const response = await fetch(`${gateway}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: `fake/${scenario}`, input: [], stream: true }),
+  });
   const decoder = new TextDecoder();
   const report = progress((t) => ((text += t), onText(t)));
   let buffer = '';
@@ -40,7 +58,11 @@ export async function direct(gateway, scenario, onText = () => {}) {
     while ((end = buffer.indexOf('\n\n')) >= 0) {
       const frame = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
-      const data = frame.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+      const data = frame
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .join('\n');
       if (!data || data === '[DONE]') continue;
       const event = JSON.parse(data);
       if (event.type === 'response.output_text.delta') report.report(new vscode.LanguageModelTextPart(event.delta));
@@ -63,7 +85,7 @@ export async function streamRows(gateway, ext) {
     [`chunked-${EVENTS}`, 'one HTTP chunk per event', 2.0],
     [`chunked64k-${EVENTS}`, '64 KiB chunks', 2.5],
   ]) {
-    for (let i = 0; i < 3; i++) await direct(gateway, scenario), await viaProvider(ext.provider, scenario);
+    for (let i = 0; i < 3; i++) (await direct(gateway, scenario), await viaProvider(ext.provider, scenario));
     const a = [];
     const b = [];
     for (let i = 0; i < RUNS; i++) {
@@ -72,10 +94,20 @@ export async function streamRows(gateway, ext) {
       if (a.at(-1).text !== EXPECTED_TEXT || b.at(-1).text !== EXPECTED_TEXT) throw new Error(`${scenario}: the text arrived incomplete`);
     }
     const ratio = median(b.map((r) => r.ms)) / median(a.map((r) => r.ms));
-    rows.push({ metric: `${EVENTS}-event stream, ${label}: ours vs in-process fetch + SSE`, value: `${median(b.map((r) => r.ms)).toFixed(1)} vs ${median(a.map((r) => r.ms)).toFixed(1)} ms (${ratio.toFixed(2)}×)`, target: `≤ ${target}×`, ok: ratio <= target });
+    rows.push({
+      metric: `${EVENTS}-event stream, ${label}: ours vs in-process fetch + SSE`,
+      value: `${median(b.map((r) => r.ms)).toFixed(1)} vs ${median(a.map((r) => r.ms)).toFixed(1)} ms (${ratio.toFixed(2)}×)`,
+      target: `≤ ${target}×`,
+      ok: ratio <= target,
+    });
     const hostRatio = median(b.map((r) => r.host)) / median(a.map((r) => r.host));
     const sideMs = b.reduce((s, r) => s + r.side, 0) / b.length;
-    rows.push({ metric: `  extension-host CPU per stream (${label}): ours vs in-process; sidecar CPU`, value: `${median(b.map((r) => r.host)).toFixed(1)} vs ${median(a.map((r) => r.host)).toFixed(1)} ms (${hostRatio.toFixed(2)}×); sidecar ${sideMs.toFixed(0)} ms`, target: scenario.startsWith('chunked-') ? '≤ 0.5×' : '', ok: scenario.startsWith('chunked-') ? hostRatio <= 0.5 : undefined });
+    rows.push({
+      metric: `  extension-host CPU per stream (${label}): ours vs in-process; sidecar CPU`,
+      value: `${median(b.map((r) => r.host)).toFixed(1)} vs ${median(a.map((r) => r.host)).toFixed(1)} ms (${hostRatio.toFixed(2)}×); sidecar ${sideMs.toFixed(0)} ms`,
+      target: scenario.startsWith('chunked-') ? '≤ 0.5×' : '',
+      ok: scenario.startsWith('chunked-') ? hostRatio <= 0.5 : undefined,
+    });
   }
   rows.push(...(await firstPartRows(gateway, ext)));
   return rows;
@@ -98,8 +130,18 @@ async function firstPartRows(gateway, ext) {
     added.push(ours - base);
   }
   return [
-    { metric: 'first part after the gateway wrote it, p50: ours vs in-process', value: `${median(lags.ours).toFixed(2)} vs ${median(lags.base).toFixed(2)} ms`, target: '', ok: undefined },
-    { metric: `added time to first part, per-run difference, p50 / p95 (${added.length} runs)`, value: `${median(added).toFixed(2)} / ${percentile(added, 95).toFixed(2)} ms`, target: '≤ 0.3 / ≤ 1 ms', ok: median(added) <= 0.3 && percentile(added, 95) <= 1 },
+    {
+      metric: 'first part after the gateway wrote it, p50: ours vs in-process',
+      value: `${median(lags.ours).toFixed(2)} vs ${median(lags.base).toFixed(2)} ms`,
+      target: '',
+      ok: undefined,
+    },
+    {
+      metric: `added time to first part, per-run difference, p50 / p95 (${added.length} runs)`,
+      value: `${median(added).toFixed(2)} / ${percentile(added, 95).toFixed(2)} ms`,
+      target: '≤ 0.3 / ≤ 1 ms',
+      ok: median(added) <= 0.3 && percentile(added, 95) <= 1,
+    },
   ];
 }
 
@@ -115,7 +157,14 @@ export async function startRows(gateway, ext) {
   }
   ext.pid = sidecarPids().at(-1);
   const ratio = median(cold) / median(warm);
-  return [{ metric: 'first chat right after the sidecar starts vs the same chat warm (1,000 events)', value: `${median(cold).toFixed(1)} vs ${median(warm).toFixed(1)} ms (${ratio.toFixed(2)}×)`, target: '≤ 1.5×', ok: ratio <= 1.5 }];
+  return [
+    {
+      metric: 'first chat right after the sidecar starts vs the same chat warm (1,000 events)',
+      value: `${median(cold).toFixed(1)} vs ${median(warm).toFixed(1)} ms (${ratio.toFixed(2)}×)`,
+      target: '≤ 1.5×',
+      ok: ratio <= 1.5,
+    },
+  ];
 }
 
 /** A stream that is producing while a huge text is counted: its longest pause, and a cancel. */
@@ -148,10 +197,9 @@ export async function hugeCountRows(gateway, ext) {
   for (let i = 0; i < 5; i++) {
     const source = new vscode.CancellationTokenSource();
     const counting = ext.provider.provideTokenCount(model, `${huge}cancel${i}`, token());
-    let cancelledAt = 0;
     const chat = viaProvider(ext.provider, 'paced-2000-2', () => {}, source.token).catch(() => '');
     await new Promise((r) => setTimeout(r, 150));
-    cancelledAt = now();
+    const cancelledAt = now();
     source.cancel();
     await chat;
     const returned = now() - cancelledAt;
@@ -161,7 +209,17 @@ export async function hugeCountRows(gateway, ext) {
     cancels.push(Math.max(returned, !seen ? 0 : seen.client_closed_at ? seen.client_closed_at * 1000 - cancelledAt : Infinity));
   }
   return [
-    { metric: `longest pause in a stream while ${(huge.length / 1e6).toFixed(0)} MB are counted (alone: ${median(alone).toFixed(0)} ms)`, value: `${Math.max(...counted).toFixed(0)} ms (worst of 5)`, target: '≤ 50 ms', ok: Math.max(...counted) <= 50 },
-    { metric: 'cancel of that stream → the gateway sees the close', value: `${Math.max(...cancels).toFixed(0)} ms (worst of 5)`, target: '≤ 200 ms', ok: Math.max(...cancels) <= 200 },
+    {
+      metric: `longest pause in a stream while ${(huge.length / 1e6).toFixed(0)} MB are counted (alone: ${median(alone).toFixed(0)} ms)`,
+      value: `${Math.max(...counted).toFixed(0)} ms (worst of 5)`,
+      target: '≤ 50 ms',
+      ok: Math.max(...counted) <= 50,
+    },
+    {
+      metric: 'cancel of that stream → the gateway sees the close',
+      value: `${Math.max(...cancels).toFixed(0)} ms (worst of 5)`,
+      target: '≤ 200 ms',
+      ok: Math.max(...cancels) <= 200,
+    },
   ];
 }

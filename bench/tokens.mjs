@@ -21,7 +21,10 @@ function random(seed) {
   };
 }
 
-const WORDS = 'file path read write search workspace symbol range line column test terminal command output error edit replace insert notebook cell git diff branch commit issue query pattern include exclude regex glob directory content encoding'.split(' ');
+const WORDS =
+  'file path read write search workspace symbol range line column test terminal command output error edit replace insert notebook cell git diff branch commit issue query pattern include exclude regex glob directory content encoding'.split(
+    ' ',
+  );
 
 /** 40 tools with Copilot-like schemas (enums and nested arrays included) and 40 messages. */
 export function workload() {
@@ -38,7 +41,11 @@ export function workload() {
   };
   const tools = Array.from({ length: 40 }, (_, i) => {
     const properties = Object.fromEntries(Array.from({ length: 2 + Math.floor(rnd() * 2.4) }, (_, j) => [`${pick()}${j}`, property(0)]));
-    return { name: `tool_${i}_${pick()}`, description: sentence(10 + Math.floor(rnd() * 30)), inputSchema: { type: 'object', properties, required: Object.keys(properties).slice(0, 1) } };
+    return {
+      name: `tool_${i}_${pick()}`,
+      description: sentence(10 + Math.floor(rnd() * 30)),
+      inputSchema: { type: 'object', properties, required: Object.keys(properties).slice(0, 1) },
+    };
   });
   const messages = Array.from({ length: 40 }, (_, i) => {
     let text = '';
@@ -149,7 +156,12 @@ export async function tokenRows(gateway) {
   }
   const row = (label, pair, target) => {
     const ratio = median(pair.ours) / median(pair.base);
-    return { metric: label, value: `${median(pair.ours).toFixed(2)} vs ${median(pair.base).toFixed(2)} ms (${ratio.toFixed(2)}×)`, target: `≤ ${target}×`, ok: ratio <= target };
+    return {
+      metric: label,
+      value: `${median(pair.ours).toFixed(2)} vs ${median(pair.base).toFixed(2)} ms (${ratio.toFixed(2)}×)`,
+      target: `≤ ${target}×`,
+      ok: ratio <= target,
+    };
   };
   return [
     row(`Copilot token walk (${calls} calls, 40 tools, 40 messages), first after activation: ours vs in-process`, first, 2.0),
@@ -169,7 +181,12 @@ export async function accuracyRows(gateway, ext) {
     const estimate = Number(execFileSync(PYTHON, ['-m', 'gateway_lm', 'count', path.join(fantasy, file)]).toString());
     const real = Number([...fs.readFileSync(path.join(fantasy, `${name}.response.sse`), 'utf8').matchAll(/"input_tokens":(\d+)/g)].at(-1)[1]);
     const error = ((estimate - real) / real) * 100;
-    rows.push({ metric: `request estimate ${name}`, value: `${estimate} vs ${real} (${error >= 0 ? '+' : ''}${error.toFixed(1)}%)`, target: '±3%', ok: Math.abs(error) <= 3 });
+    rows.push({
+      metric: `request estimate ${name}`,
+      value: `${estimate} vs ${real} (${error >= 0 ? '+' : ''}${error.toFixed(1)}%)`,
+      target: '±3%',
+      ok: Math.abs(error) <= 3,
+    });
   }
   const model = { id: 'fake/text', name: 'text', family: 'fake', version: '1', maxInputTokens: 100000, maxOutputTokens: 8000, capabilities: {} };
   const token = new vscode.CancellationTokenSource().token;
@@ -177,13 +194,24 @@ export async function accuracyRows(gateway, ext) {
   const long = messages.map((m) => m.text).join(' ');
   const probe = new vscode.LanguageModelChatMessage(1, [new vscode.LanguageModelTextPart(long.slice(0, 5000))]);
   const raw = await ext.provider.provideTokenCount(model, probe, token);
-  await ext.provider.provideLanguageModelChatResponse(model, [vscode.LanguageModelChatMessage.User(`[scenario:calibrate:1.37] ${long}`)], { tools: [], toolMode: 1 }, { report() {} }, token);
+  await ext.provider.provideLanguageModelChatResponse(
+    model,
+    [vscode.LanguageModelChatMessage.User(`[scenario:calibrate:1.37] ${long}`)],
+    { tools: [], toolMode: 1 },
+    { report() {} },
+    token,
+  );
   let ours = raw;
   for (let i = 0; i < 50 && ours === raw; i++) {
     await sleep(100); // the factor arrives as a notification after the answer
     ours = await ext.provider.provideTokenCount(model, new vscode.LanguageModelChatMessage(1, [new vscode.LanguageModelTextPart(long.slice(0, 5000))]), token);
   }
   const error = ((ours - 1.37 * raw) / (1.37 * raw)) * 100;
-  rows.push({ metric: 'calibration (provider counts 1.37×): the provider\'s count after one response', value: `${error >= 0 ? '+' : ''}${error.toFixed(1)}%`, target: '±5%', ok: Math.abs(error) <= 5 });
+  rows.push({
+    metric: "calibration (provider counts 1.37×): the provider's count after one response",
+    value: `${error >= 0 ? '+' : ''}${error.toFixed(1)}%`,
+    target: '±5%',
+    ok: Math.abs(error) <= 5,
+  });
   return rows;
 }

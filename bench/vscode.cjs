@@ -11,7 +11,9 @@ const noop = new Proxy(function () {}, {
 });
 const event = () => () => ({ dispose() {} });
 const withDefaults = (object) =>
-  new Proxy(object, { get: (target, key) => (key in target || typeof key === 'symbol' ? target[key] : key.startsWith('onDid') || key.startsWith('onWill') ? event() : noop) });
+  new Proxy(object, {
+    get: (target, key) => (key in target || typeof key === 'symbol' ? target[key] : key.startsWith('onDid') || key.startsWith('onWill') ? event() : noop),
+  });
 
 const registered = { providers: new Map(), commands: new Map(), tools: [] };
 
@@ -32,7 +34,24 @@ class LanguageModelChatMessage {
 function outputChannel(name) {
   const lines = [];
   const log = (level) => (message) => lines.push(`[${level}] ${message}`);
-  return withDefaults({ name, lines, logLevel: 2, onDidChangeLogLevel: event(), trace: log('trace'), debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error'), append: log('out'), appendLine: log('out'), replace() {}, clear() {}, show() {}, hide() {}, dispose() {} });
+  return withDefaults({
+    name,
+    lines,
+    logLevel: 2,
+    onDidChangeLogLevel: event(),
+    trace: log('trace'),
+    debug: log('debug'),
+    info: log('info'),
+    warn: log('warn'),
+    error: log('error'),
+    append: log('out'),
+    appendLine: log('out'),
+    replace() {},
+    clear() {},
+    show() {},
+    hide() {},
+    dispose() {},
+  });
 }
 
 module.exports = withDefaults({
@@ -72,7 +91,14 @@ module.exports = withDefaults({
     executeCommand: async (id, ...args) => registered.commands.get(id)?.(...args),
   }),
   workspace: withDefaults({ ...stub.workspace, workspaceFolders: undefined, onDidChangeConfiguration: event(), textDocuments: [] }),
-  window: withDefaults({ ...stub.window, createOutputChannel: outputChannel, showInputBox: async () => undefined, showQuickPick: async () => undefined, showWarningMessage: async () => undefined, showInformationMessage: async () => undefined }),
+  window: withDefaults({
+    ...stub.window,
+    createOutputChannel: outputChannel,
+    showInputBox: async () => undefined,
+    showQuickPick: async () => undefined,
+    showWarningMessage: async () => undefined,
+    showInformationMessage: async () => undefined,
+  }),
   languages: withDefaults({}),
   env: withDefaults({ language: 'en', appName: 'bench', machineId: 'bench', sessionId: 'bench', uriScheme: 'vscode' }),
   extensions: withDefaults({ ...stub.extensions, all: [] }),

@@ -1,26 +1,33 @@
-// Errors are classified once, in the sidecar ({kind, status, retryAfter}); this file renders them.
+// Errors are classified once, in the sidecar (ErrorData: {kind, status, retryAfter}); this file renders them.
 import * as vscode from 'vscode';
+import { COMMANDS, settingId } from './config';
+import { ERROR_KINDS, ErrorKind } from './contract';
 
-export interface ErrorData {
-  kind: string;
-  status: number | null;
-  retryAfter: number | null;
+/** The sidecar's kinds, and the extension's own for failures that never reach it: `setup` (the
+ * first-start setup) and `sidecar` (the connection to it). */
+export type Kind = ErrorKind | 'setup' | 'sidecar';
+
+/** A button of a notification: VS Code hands back the one picked, which runs its command. */
+export interface Button extends vscode.MessageItem {
+  command: string;
+  args?: unknown[];
 }
 
-export const MANAGE_KEY = 'Manage API Key';
-export const SHOW_LOGS = 'Show Logs';
+export const MANAGE_KEY: Button = { title: 'Manage API Key', command: COMMANDS.manage };
+export const SHOW_LOGS: Button = { title: 'Show Logs', command: COMMANDS.showLogs };
+export const CHOOSE_INTERPRETER: Button = { title: 'Choose Interpreter', command: 'workbench.action.openSettings', args: [settingId('pythonPath')] };
 
 export class GatewayChatError extends Error {
   constructor(
     message: string,
-    readonly kind: string,
+    readonly kind: Kind,
     readonly status: number | null,
   ) {
     super(message);
     this.name = 'Vercel AI Gateway';
   }
 
-  get action(): string {
+  get action(): Button {
     return this.kind === 'auth' ? MANAGE_KEY : SHOW_LOGS;
   }
 }
@@ -35,10 +42,12 @@ export function isCancellation(error: unknown): boolean {
  * the connection (extension/session.ts) has already told most of them as what happened. */
 export function fromRpcError(error: unknown): GatewayChatError {
   if (error instanceof GatewayChatError) return error;
-  const e = error as { message?: string; data?: Partial<ErrorData> } | undefined;
+  const e = error as { message?: string; data?: { kind?: unknown; status?: number | null } } | undefined;
   const data = e?.data;
   if (data && typeof data.kind === 'string') {
-    return new GatewayChatError(e?.message ?? 'The request failed.', data.kind, data.status ?? null);
+    // A kind outside the closed list would be a sidecar bug: told as one rather than trusted.
+    const kind = isErrorKind(data.kind) ? data.kind : 'internal';
+    return new GatewayChatError(e?.message ?? 'The request failed.', kind, data.status ?? null);
   }
   const detail = e?.message ?? String(error);
   return new GatewayChatError(
@@ -48,9 +57,13 @@ export function fromRpcError(error: unknown): GatewayChatError {
   );
 }
 
-/** Shows the error with its one action, without blocking the chat that throws it. */
-export function offerAction(error: GatewayChatError, run: (action: string) => void): void {
-  void vscode.window.showErrorMessage(error.message, error.action).then((picked) => {
-    if (picked) run(picked);
+function isErrorKind(kind: string): kind is ErrorKind {
+  return (ERROR_KINDS as readonly string[]).includes(kind);
+}
+
+/** Shows an error with its buttons, without blocking the caller (a chat throws it, too). */
+export function showError(message: string, ...buttons: Button[]): void {
+  void vscode.window.showErrorMessage(message, ...buttons).then((picked) => {
+    if (picked) void vscode.commands.executeCommand(picked.command, ...(picked.args ?? []));
   });
 }

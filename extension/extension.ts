@@ -2,23 +2,27 @@
 // and the sidecar's lifetime. Everything else happens in the Python sidecar.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { GatewayChatError, MANAGE_KEY, offerAction } from './errors';
+import { COMMANDS, SECTION, setting, settingId, VENDOR } from './config';
+import { showError } from './errors';
 import { KeyStore } from './keys';
-import { GatewayChatProvider, ModelEntry } from './provider';
+import type { ModelEntry } from './contract';
+import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
-import { redacting, SECTION, SidecarConnection } from './sidecar';
+import { redacting, SidecarConnection } from './sidecar';
 import { UsageStatus } from './status';
 import { readJson, writeJsonAtomic } from './storage';
 import { toolStrings } from './tokens';
 import type { ThinkingMode } from './wire';
 
-const VENDOR = 'vercel-ai-gateway';
-
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel('Vercel AI Gateway', { log: true });
   const status = new UsageStatus();
   const keys = new KeyStore(context.secrets);
-  const sidecar = new SidecarConnection(context, log, redacting(log, () => keys.known()));
+  const sidecar = new SidecarConnection(
+    context,
+    log,
+    redacting(log, () => keys.known()),
+  );
   const cacheFile = path.join(context.globalStorageUri.fsPath, 'models.json');
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const warn = (message: string) => log.warn(message);
@@ -26,11 +30,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const provider = new GatewayChatProvider(sidecar, {
     apiKey: () => keys.get(),
     askForKey: () => keys.prompt(),
-    thinking: () => vscode.workspace.getConfiguration(SECTION).get<ThinkingMode>('thinking', 'auto'),
+    thinking: () => setting<ThinkingMode>('thinking') ?? 'auto',
     loadCache: () => (cache ??= loadModels(cacheFile, log)),
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
     onUsage: (model, usage) => status.show(model, usage),
-    onError: (error) => offerAction(error, (action) => runAction(action, error)),
+    onError: (error) => showError(error.message, error.action),
     toolStrings: () => toolStrings(vscode.lm.tools),
     log,
   });
@@ -40,10 +44,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   const dropped = provider.tokens.restore(await readJson(countsFile, warn));
   if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
-  const saveCounts = () => saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
+  const saveCounts = () =>
+    saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
   const saver = setInterval(() => void saveCounts(), 10_000);
-  const runAction = (action: string, _error: GatewayChatError) =>
-    void vscode.commands.executeCommand(action === MANAGE_KEY ? 'vercelAiGateway.manage' : 'vercelAiGateway.showLogs');
 
   context.subscriptions.push(
     log,
@@ -52,13 +55,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
     { dispose: () => (clearInterval(saver), void saveCounts()) },
     keys.onDidChange(() => provider.notifyChanged()),
-    vscode.commands.registerCommand('vercelAiGateway.manage', () => keys.manage()),
-    vscode.commands.registerCommand('vercelAiGateway.refreshModels', () => provider.refresh()),
-    vscode.commands.registerCommand('vercelAiGateway.showLogs', () => log.show()),
+    vscode.commands.registerCommand(COMMANDS.manage, () => keys.manage()),
+    vscode.commands.registerCommand(COMMANDS.refreshModels, () => provider.refresh()),
+    vscode.commands.registerCommand(COMMANDS.showLogs, () => log.show()),
     // A failed restart has shown its error already.
-    vscode.commands.registerCommand('vercelAiGateway.restartServer', () => sidecar.restart().catch(() => undefined)),
+    vscode.commands.registerCommand(COMMANDS.restartServer, () => sidecar.restart().catch(() => undefined)),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration(`${SECTION}.pythonPath`)) void sidecar.restart().catch(() => undefined);
+      if (event.affectsConfiguration(settingId('pythonPath'))) void sidecar.restart().catch(() => undefined);
       else if (event.affectsConfiguration(SECTION)) void sidecar.configure().then(() => provider.refresh());
     }),
   );

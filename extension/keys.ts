@@ -1,7 +1,6 @@
 // The API key: VS Code's SecretStorage, else the environment. Never settings, logs or command lines.
 import * as vscode from 'vscode';
-
-const SECRET = 'vercelAiGateway.apiKey';
+import { SECRET_API_KEY } from './config';
 
 export class KeyStore {
   private readonly changed = new vscode.EventEmitter<void>();
@@ -12,7 +11,7 @@ export class KeyStore {
 
   async get(): Promise<string | undefined> {
     // Secret storage can fail (no keyring on a Linux desktop): the environment still counts then.
-    const stored = await this.secrets.get(SECRET).then(
+    const stored = await this.secrets.get(SECRET_API_KEY).then(
       (value) => value,
       () => undefined,
     );
@@ -29,26 +28,23 @@ export class KeyStore {
   async prompt(): Promise<void> {
     const key = await vscode.window.showInputBox({
       title: 'Vercel AI Gateway API key',
-      prompt: 'Create one at vercel.com → AI Gateway → API Keys. It is kept in VS Code\'s secret storage.',
+      prompt: "Create one at vercel.com → AI Gateway → API Keys. It is kept in VS Code's secret storage.",
       password: true,
       ignoreFocusOut: true,
       validateInput: (value) => (value.trim() ? undefined : 'Enter a key, or press Escape to cancel'),
     });
     if (!key?.trim()) return; // Escape
-    await this.secrets.store(SECRET, key.trim());
+    await this.secrets.store(SECRET_API_KEY, key.trim());
     this.changed.fire();
   }
 
   async manage(): Promise<void> {
-    const stored = await this.secrets.get(SECRET);
-    const pick = stored
-      ? await vscode.window.showQuickPick(['Replace API key', 'Remove API key'], { title: 'Vercel AI Gateway' })
-      : 'Replace API key';
+    const stored = await this.secrets.get(SECRET_API_KEY);
+    const pick = stored ? await vscode.window.showQuickPick(['Replace API key', 'Remove API key'], { title: 'Vercel AI Gateway' }) : 'Replace API key';
     if (pick === 'Replace API key') await this.prompt();
     if (pick === 'Remove API key') {
-      await this.secrets.delete(SECRET);
+      await this.secrets.delete(SECRET_API_KEY);
       this.changed.fire();
     }
   }
 }
-

@@ -1,23 +1,10 @@
 // The LanguageModelChatProvider: VS Code's calls → sidecar requests, streamed parts → progress.
 import * as vscode from 'vscode';
+import type { ChatParams, ModelEntry, StreamPart, UsagePart } from './contract';
 import { fromRpcError, GatewayChatError, isCancellation } from './errors';
 import type { Rpc } from './rpc';
 import { TokenCounter } from './tokens';
-import { serializeMessage, soleText, StreamPart, ThinkingMode, toResponsePart, Usage, usageDataPart } from './wire';
-
-export interface ModelEntry {
-  id: string;
-  name: string;
-  family: string;
-  version: string;
-  contextWindow: number;
-  maxInputTokens: number;
-  maxOutputTokens: number;
-  capabilities: { toolCalling: boolean; imageInput: boolean };
-  pricing: { input: number | null; output: number | null; cacheRead: number | null };
-  tooltip: string;
-  detail: string;
-}
+import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
 
 export interface ProviderHooks {
   apiKey(): Promise<string | undefined>;
@@ -25,7 +12,7 @@ export interface ProviderHooks {
   thinking(): ThinkingMode;
   loadCache(): Promise<ModelEntry[]>;
   saveCache(models: ModelEntry[]): Promise<void>;
-  onUsage(model: ModelEntry | undefined, usage: Usage): void;
+  onUsage(model: ModelEntry | undefined, usage: UsagePart): void;
   onError(error: GatewayChatError): void;
   /** The strings of the tools Copilot will offer (from vscode.lm.tools), counted before it asks. */
   toolStrings(): string[];
@@ -51,10 +38,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     this.tokens = new TokenCounter(rpc);
   }
 
-  async provideLanguageModelChatInformation(
-    options: { silent: boolean },
-    _token: vscode.CancellationToken,
-  ): Promise<vscode.LanguageModelChatInformation[]> {
+  async provideLanguageModelChatInformation(options: { silent: boolean }, _token: vscode.CancellationToken): Promise<vscode.LanguageModelChatInformation[]> {
     if (!options.silent && !(await this.hooks.apiKey())) await this.hooks.askForKey();
     if (this.models.length === 0) this.models = await this.hooks.loadCache();
     // VS Code asks several times in a row (and again after every change event): one fetch a minute
@@ -77,7 +61,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
 
   private async fetchModels(): Promise<void> {
     try {
-      const { models } = await this.rpc.request<{ models: ModelEntry[] }>('gateway/models', {});
+      const { models } = await this.rpc.request('gateway/models', {});
       this.fetchedAt = Date.now();
       if (JSON.stringify(models) === JSON.stringify(this.models)) return;
       this.models = models;
@@ -100,20 +84,28 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     const requestId = `chat-${Date.now().toString(36)}-${++sequence}`;
     const thinking = this.hooks.thinking();
     const subscription = this.rpc.onParts(requestId, (parts) => reportParts(parts, thinking, progress));
-    const params = {
+    const params: ChatParams = {
       requestId,
       model: model.id,
       messages: messages.map((m) => serializeMessage(m)),
-      tools: (options.tools ?? []).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+      // VS Code types a tool's JSON schema as `object`; the sidecar checks that it is one.
+      tools: (options.tools ?? []).map((t) => ({
+        name: t.name,
+        description: t.description,
+        inputSchema: t.inputSchema as Record<string, unknown> | undefined,
+      })),
       toolMode: options.toolMode,
       modelOptions: options.modelOptions ?? {},
       apiKey: await this.hooks.apiKey(),
     };
     try {
-      const result = await this.rpc.request<{ usage: Usage | null }>('gateway/chat', params, token);
+      const result = await this.rpc.request('gateway/chat', params, token);
       if (result.usage) {
         progress.report(usageDataPart(result.usage));
-        this.hooks.onUsage(this.models.find((m) => m.id === model.id), result.usage);
+        this.hooks.onUsage(
+          this.models.find((m) => m.id === model.id),
+          result.usage,
+        );
       }
     } catch (error) {
       if (token.isCancellationRequested || isCancellation(error)) return;
@@ -157,7 +149,7 @@ function reportParts(parts: StreamPart[], thinking: ThinkingMode, progress: vsco
   }
 }
 
-export function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformation {
+function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformation {
   return {
     id: model.id,
     name: model.name,

@@ -1,26 +1,21 @@
 // What the provider needs from the sidecar connection: requests, and parts routed by requestId.
 // The extension implements it on vscode-languageclient; tests implement it on a raw vscode-jsonrpc
-// connection to the real sidecar, so the provider code under test is the code users run.
+// connection to the real sidecar, so the provider code under test is the code users run. Every
+// method's params and result are the contract's (extension/contract.ts).
 import type { CancellationToken, Disposable } from 'vscode';
-import type { StreamPart } from './wire';
+import type { Calibration, RpcMethods, RpcNotifications, StreamPart } from './contract';
+
+export type Method = keyof RpcMethods;
+export type Params<M extends Method> = RpcMethods[M]['params'];
+export type Result<M extends Method> = RpcMethods[M]['result'];
 
 export interface Rpc {
-  request<R>(method: string, params: unknown, token?: CancellationToken): Promise<R>;
+  request<M extends Method>(method: M, params: Params<M>, token?: CancellationToken): Promise<Result<M>>;
   onParts(requestId: string, handler: (parts: StreamPart[]) => void): Disposable;
 }
 
-export interface Calibration {
-  model: string;
-  factor: number;
-}
-
 interface NotificationSource {
-  onNotification(method: string, handler: (params: PartsNotification & Calibration) => void): unknown;
-}
-
-interface PartsNotification {
-  requestId: string;
-  parts: StreamPart[];
+  onNotification<N extends keyof RpcNotifications>(method: N, handler: (params: RpcNotifications[N]) => void): unknown;
 }
 
 /** The sidecar's notifications: `gateway/parts` to the request they belong to, `gateway/calibration`

@@ -2,7 +2,7 @@
 // anything (another version's format, a truncated write, a hand edit): what is read back is checked
 // entry by entry, a bad entry is dropped and counted (for one log line), and a start never fails
 // because of it.
-import type { ModelEntry } from './provider';
+import type { Capabilities, ModelEntry, Pricing } from './contract';
 
 /** token-counts.json: tool strings as `model NUL text` keys, everything else under a SHA-1. */
 export interface SavedCounts {
@@ -55,26 +55,52 @@ export function checkModels(raw: unknown): Checked<ModelEntry[]> {
   return { value, dropped: raw.length - value.length };
 }
 
+type Checks<T> = { [K in keyof T]-?: (value: unknown) => boolean };
+
+// One check per field of the contract's ModelEntry: a field added there fails to compile here.
+const CAPABILITIES: Checks<Capabilities> = { toolCalling: isBoolean, imageInput: isBoolean };
+const PRICING: Checks<Pricing> = { input: isPrice, output: isPrice, cacheRead: isPrice, cacheWrite: isPrice };
+const MODEL: Checks<ModelEntry> = {
+  id: (value) => isString(value) && value.length > 0,
+  name: isString,
+  family: isString,
+  version: isString,
+  contextWindow: isTokenLimit,
+  maxInputTokens: isTokenLimit,
+  maxOutputTokens: isTokenLimit,
+  capabilities: (value) => isShaped(value, CAPABILITIES),
+  reasoning: isBoolean,
+  pricing: (value) => isShaped(value, PRICING),
+  tags: (value) => Array.isArray(value) && value.every(isString),
+  ownedBy: isString,
+  description: isString,
+  tooltip: isString,
+  detail: isString,
+};
+
 function isModel(entry: unknown): entry is ModelEntry {
-  if (!isRecord(entry) || !isRecord(entry.capabilities) || !isRecord(entry.pricing)) return false;
-  const { capabilities, pricing } = entry;
-  return (
-    typeof entry.id === 'string' &&
-    entry.id.length > 0 &&
-    ['name', 'family', 'version', 'tooltip', 'detail'].every((key) => typeof entry[key] === 'string') &&
-    ['contextWindow', 'maxInputTokens', 'maxOutputTokens'].every((key) => isTokenLimit(entry[key])) &&
-    typeof capabilities.toolCalling === 'boolean' &&
-    typeof capabilities.imageInput === 'boolean' &&
-    ['input', 'output', 'cacheRead'].every((key) => pricing[key] === null || isPrice(pricing[key]))
-  );
+  return isShaped(entry, MODEL);
+}
+
+function isShaped<T>(value: unknown, checks: Checks<T>): boolean {
+  return isRecord(value) && Object.entries<(value: unknown) => boolean>(checks).every(([key, check]) => check(value[key]));
 }
 
 function isTokenLimit(value: unknown): boolean {
   return Number.isSafeInteger(value) && (value as number) > 0;
 }
 
+/** USD per million tokens, or null where the gateway gives none. */
 function isPrice(value: unknown): boolean {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
+  return value === null || (typeof value === 'number' && Number.isFinite(value) && value >= 0);
+}
+
+function isString(value: unknown): value is string {
+  return typeof value === 'string';
+}
+
+function isBoolean(value: unknown): boolean {
+  return typeof value === 'boolean';
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -5,9 +5,20 @@
 // its processes are killed, requests in flight fail at once with a message that says what
 // happened, and the owner starts a new session for the next request.
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { CloseAction, CloseHandlerResult, ErrorAction, ErrorCodes, ErrorHandlerResult, LanguageClient, LanguageClientOptions, State } from 'vscode-languageclient/node';
+import {
+  CloseAction,
+  CloseHandlerResult,
+  ErrorAction,
+  ErrorCodes,
+  ErrorHandlerResult,
+  LanguageClient,
+  LanguageClientOptions,
+  State,
+} from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
+import { CLIENT_ID } from './config';
 import { GatewayChatError, isCancellation } from './errors';
+import type { Method, Params, Result } from './rpc';
 
 export interface SessionOptions {
   python: string;
@@ -39,7 +50,7 @@ export class SidecarSession {
 
   constructor(private readonly options: SessionOptions) {
     this.endSignal.catch(() => undefined); // raced by every request; nobody else needs to see it
-    this.client = new LanguageClient('vercelAiGateway', 'Vercel AI Gateway sidecar', () => this.spawn(), {
+    this.client = new LanguageClient(CLIENT_ID, 'Vercel AI Gateway sidecar', () => this.spawn(), {
       ...options.clientOptions,
       errorHandler: { error: (error, _message, count) => this.onError(error, count), closed: () => this.onClosed() },
       initializationFailedHandler: () => false, // no pop-up with the raw error: start() reports it once
@@ -63,10 +74,10 @@ export class SidecarSession {
     }
   }
 
-  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
+  async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
     if (this.ended) throw this.ended;
     // An explicit `undefined` token would turn the params into a positional array.
-    const sent = token ? this.client.sendRequest<R>(method, params, token) : this.client.sendRequest<R>(method, params);
+    const sent = token ? this.client.sendRequest<Result<M>>(method, params, token) : this.client.sendRequest<Result<M>>(method, params);
     try {
       return await Promise.race([sent, this.endSignal]);
     } catch (error) {
@@ -111,7 +122,10 @@ export class SidecarSession {
     if (state === State.Starting) {
       const seconds = Math.round(this.options.startTimeoutMs / 1000);
       this.startTimer = setTimeout(
-        () => this.end(failure(`did not start within ${seconds} s and was stopped. The next request starts it again; if this keeps happening, ${LOGS} to see why.`)),
+        () =>
+          this.end(
+            failure(`did not start within ${seconds} s and was stopped. The next request starts it again; if this keeps happening, ${LOGS} to see why.`),
+          ),
         this.options.startTimeoutMs,
       );
     }
@@ -119,7 +133,11 @@ export class SidecarSession {
     // A restart the client attempted by itself failed: it would answer "Client is not running" from
     // now on. (A first start that fails is told by start().)
     if (state === State.StartFailed && this.hasRun) {
-      this.end(failure(`could not be restarted${this.lastExit ? ` (it exited with ${this.lastExit})` : ''}. The next request starts it again; if it keeps failing, ${LOGS}.`));
+      this.end(
+        failure(
+          `could not be restarted${this.lastExit ? ` (it exited with ${this.lastExit})` : ''}. The next request starts it again; if it keeps failing, ${LOGS}.`,
+        ),
+      );
     }
   }
 
@@ -139,7 +157,9 @@ export class SidecarSession {
     while (this.restarts.length && now - this.restarts[0] > RESTART_WINDOW_MS) this.restarts.shift();
     if (this.restarts.length <= this.options.maxRestartCount) return { action: CloseAction.Restart };
     const times = this.options.maxRestartCount + 1;
-    this.end(failure(`stopped ${times} times within 3 minutes, so it is not restarted by itself. The next request starts a new one; ${LOGS} to see why it stops.`));
+    this.end(
+      failure(`stopped ${times} times within 3 minutes, so it is not restarted by itself. The next request starts a new one; ${LOGS} to see why it stops.`),
+    );
     return { action: CloseAction.DoNotRestart, handled: true };
   }
 
@@ -168,7 +188,13 @@ export class SidecarSession {
   private async stop(): Promise<void> {
     const limit = this.options.stopTimeoutMs;
     if (this.client.state === State.Running) {
-      await within(this.client.stop(limit).then(() => this.exited(), () => undefined), limit);
+      await within(
+        this.client.stop(limit).then(
+          () => this.exited(),
+          () => undefined,
+        ),
+        limit,
+      );
     }
     this.children.forEach(kill);
     await within(this.exited(), limit);

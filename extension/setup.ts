@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { setting } from './config';
 
 export class SetupError extends Error {
   constructor(
@@ -19,7 +20,7 @@ const MIN_PYTHON: [number, number] = [3, 10];
 export async function sidecarPython(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<string> {
   const override = process.env.AI_GATEWAY_LM_PYTHON; // a Python that already has the sidecar (development, tests)
   if (override) return override;
-  const version = context.extension.packageJSON.version as string;
+  const version = (context.extension.packageJSON as { version: string }).version;
   const envDir = path.join(context.globalStorageUri.fsPath, `sidecar-${version}`);
   const python = path.join(envDir, process.platform === 'win32' ? 'Scripts\\python.exe' : 'bin/python');
   if (await exists(path.join(envDir, '.ready'))) return python;
@@ -46,12 +47,7 @@ export async function sidecarPython(context: vscode.ExtensionContext, log: vscod
 }
 
 async function findInterpreter(log: vscode.LogOutputChannel): Promise<string> {
-  const candidates = [
-    vscode.workspace.getConfiguration('vercelAiGateway').get<string>('pythonPath') || undefined,
-    await pythonExtensionInterpreter(),
-    'python3',
-    'python',
-  ].filter((c): c is string => !!c);
+  const candidates = [setting<string>('pythonPath') || undefined, await pythonExtensionInterpreter(), 'python3', 'python'].filter((c): c is string => !!c);
   const tooOld: string[] = [];
   for (const candidate of candidates) {
     const version = await run(candidate, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], log).catch(() => '');

@@ -2,31 +2,30 @@
 // start bounded; restarted by vscode-languageclient when it crashes, and afresh by the next request
 // once the client gives up (extension/session.ts); told about settings changes.
 import * as vscode from 'vscode';
-import { GatewayChatError } from './errors';
-import { Calibration, PartsRouter, Rpc } from './rpc';
+import { setting } from './config';
+import type { Calibration, ConfigureParams, Settings } from './contract';
+import { CHOOSE_INTERPRETER, GatewayChatError, SHOW_LOGS, showError } from './errors';
+import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
 
-export const SECTION = 'vercelAiGateway';
-
-/** The sidecar settings, named as rfcs/0003-rpc-contract.md lists them. */
-function sidecarSettings(stateDir: string): Record<string, unknown> {
-  const c = vscode.workspace.getConfiguration(SECTION);
+/** The sidecar's settings (the contract's Settings), from the extension's. */
+function sidecarSettings(stateDir: string): Settings {
   return {
     stateDir,
-    baseUrl: c.get('baseUrl'),
-    reasoningEffort: c.get('reasoningEffort'),
-    reasoningEffortByModel: c.get('reasoningEffortByModel'),
-    gatewayOrder: c.get('routing.order'),
-    gatewayOnly: c.get('routing.only'),
-    gatewayModels: c.get('routing.fallbackModels'),
-    outputReservation: c.get('outputReservation'),
-    maxOutputTokens: c.get('maxOutputTokens'),
-    connectTimeout: c.get('connectTimeout'),
-    idleTimeout: c.get('idleTimeout'),
-    requestTimeout: c.get('requestTimeout'),
-    maxRetries: c.get('maxRetries'),
-    logLevel: c.get('logLevel'),
+    baseUrl: setting('baseUrl'),
+    reasoningEffort: setting('reasoningEffort'),
+    reasoningEffortByModel: setting('reasoningEffortByModel'),
+    gatewayOrder: setting('routing.order'),
+    gatewayOnly: setting('routing.only'),
+    gatewayModels: setting('routing.fallbackModels'),
+    outputReservation: setting('outputReservation'),
+    maxOutputTokens: setting('maxOutputTokens'),
+    connectTimeout: setting('connectTimeout'),
+    idleTimeout: setting('idleTimeout'),
+    requestTimeout: setting('requestTimeout'),
+    maxRetries: setting('maxRetries'),
+    logLevel: setting('logLevel'),
   };
 }
 
@@ -38,7 +37,7 @@ export interface SidecarLimits {
   maxRestartCount: number;
 }
 
-export const DEFAULT_LIMITS: SidecarLimits = { startTimeoutMs: 30_000, stopTimeoutMs: 2_000, maxRestartCount: 4 };
+const DEFAULT_LIMITS: SidecarLimits = { startTimeoutMs: 30_000, stopTimeoutMs: 2_000, maxRestartCount: 4 };
 
 /** Why a start or request was abandoned by us: no pop-up, the caller asked for it. */
 class Superseded extends GatewayChatError {}
@@ -63,8 +62,8 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
     this.router.onCalibration = handler;
   }
 
-  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
-    return (await this.ready()).request<R>(method, params, token);
+  async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
+    return (await this.ready()).request(method, params, token);
   }
 
   onParts(requestId: string, handler: Parameters<PartsRouter['subscribe']>[1]): vscode.Disposable {
@@ -114,7 +113,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
         // params (gateway/chat carries the key): both go through the redacting channel.
         outputChannel: this.traceChannel,
         traceOutputChannel: this.traceChannel,
-        initializationOptions: { settings: sidecarSettings(this.stateDir) },
+        initializationOptions: { settings: sidecarSettings(this.stateDir) } satisfies ConfigureParams,
       },
       ...this.limits,
       onEnd: (ended) => {
@@ -133,11 +132,8 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   private startFailure(error: unknown): GatewayChatError {
     if (error instanceof Superseded) return error;
     const message = error instanceof Error ? error.message : String(error);
-    const choose = error instanceof SetupError && error.canChooseInterpreter ? ['Choose Interpreter'] : [];
-    void vscode.window.showErrorMessage(message, ...choose, 'Show Logs').then((picked) => {
-      if (picked === 'Show Logs') this.log.show();
-      if (picked === 'Choose Interpreter') void vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.pythonPath`);
-    });
+    const choose = error instanceof SetupError && error.canChooseInterpreter ? [CHOOSE_INTERPRETER] : [];
+    showError(message, ...choose, SHOW_LOGS);
     this.log.error(message);
     return error instanceof GatewayChatError ? error : new GatewayChatError(message, 'setup', null);
   }
@@ -170,4 +166,3 @@ export function redacting(log: vscode.LogOutputChannel, secrets: () => readonly 
     dispose: () => undefined,
   };
 }
-

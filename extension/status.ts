@@ -1,18 +1,18 @@
 // The status bar item: the last request's usage against the model's context window, and its cost.
 import * as vscode from 'vscode';
-import type { ModelEntry } from './provider';
-import type { Usage } from './wire';
+import { COMMANDS, STATUS_ITEM_ID } from './config';
+import type { ModelEntry, UsagePart } from './contract';
 
 export class UsageStatus implements vscode.Disposable {
-  private readonly item = vscode.window.createStatusBarItem('vercelAiGateway.usage', vscode.StatusBarAlignment.Right, 100);
+  private readonly item = vscode.window.createStatusBarItem(STATUS_ITEM_ID, vscode.StatusBarAlignment.Right, 100);
   private sessionCost = 0;
 
   constructor() {
     this.item.name = 'Vercel AI Gateway usage';
-    this.item.command = 'vercelAiGateway.showLogs';
+    this.item.command = COMMANDS.showLogs;
   }
 
-  show(model: ModelEntry | undefined, usage: Usage): void {
+  show(model: ModelEntry | undefined, usage: UsagePart): void {
     const share = model ? usage.inputTokens / model.contextWindow : undefined;
     const cost = model ? requestCost(model, usage) : undefined;
     if (cost !== undefined) this.sessionCost += cost;
@@ -42,7 +42,7 @@ export class UsageStatus implements vscode.Disposable {
   }
 }
 
-export function requestCost(model: ModelEntry, usage: Usage): number | undefined {
+function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
   const { input, output, cacheRead } = model.pricing;
   if (input === null || output === null) return undefined;
   const fresh = usage.inputTokens - usage.cachedTokens;

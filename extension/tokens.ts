@@ -5,11 +5,11 @@
 import { createHash } from 'node:crypto';
 import type { Rpc } from './rpc';
 import { checkCounts, SavedCounts } from './saved';
-import type { WireMessage } from './wire';
+import type { MessageIn } from './contract';
 
 interface Pending {
   model: string;
-  item: string | WireMessage;
+  item: string | MessageIn;
   text: string;
   resolve: (count: number) => void;
   reject: (error: unknown) => void;
@@ -46,13 +46,13 @@ export class TokenCounter {
     return exact === undefined ? undefined : this.scaled(model, exact);
   }
 
-  count(model: string, item: string | WireMessage): Promise<number> {
+  count(model: string, item: string | MessageIn): Promise<number> {
     const exact = this.exact(model, item);
     return typeof exact === 'number' ? Promise.resolve(this.scaled(model, exact)) : exact.then((n) => this.scaled(model, n));
   }
 
   /** The exact count: from memory, from disk, or asked of the sidecar. */
-  private exact(model: string, item: string | WireMessage): number | Promise<number> {
+  private exact(model: string, item: string | MessageIn): number | Promise<number> {
     if (typeof item === 'string' && item.length > SLICE) {
       return this.huge?.model === model && this.huge.text === item ? this.huge.count : this.askInSlices(model, item);
     }
@@ -65,14 +65,14 @@ export class TokenCounter {
   private async askInSlices(model: string, text: string): Promise<number> {
     let total = 0;
     for (const slice of slices(text, SLICE)) {
-      const { counts } = await this.rpc.request<{ counts: number[] }>('gateway/countTokens', { model, texts: [slice] });
+      const { counts } = await this.rpc.request('gateway/countTokens', { model, texts: [slice] });
       total += counts[0];
     }
     this.huge = { model, text, count: total };
     return total;
   }
 
-  private ask(model: string, item: string | WireMessage, text: string): Promise<number> {
+  private ask(model: string, item: string | MessageIn, text: string): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       if (this.pending.push({ model, item, text, resolve, reject }) === 1) queueMicrotask(() => void this.flush());
     });
@@ -82,7 +82,7 @@ export class TokenCounter {
    * (`soleText`, most of them) is found by role and that text: the same string object every time, whose
    * hash V8 keeps, where serialising it would cost a JSON string per call; on disk it is kept under
    * `role + text`, hashed. Other messages are found by object, then by their JSON. */
-  countMessage(model: string, message: object, role: number, soleText: string | undefined, serialize: () => WireMessage): Promise<number> {
+  countMessage(model: string, message: object, role: number, soleText: string | undefined, serialize: () => MessageIn): Promise<number> {
     if (soleText === undefined) return this.countOther(model, message, serialize);
     const byText = this.soleTexts(model, role);
     const known = byText.get(soleText);
@@ -93,7 +93,7 @@ export class TokenCounter {
     return typeof exact === 'number' ? Promise.resolve(remember(exact)) : exact.then(remember);
   }
 
-  private countOther(model: string, message: object, serialize: () => WireMessage): Promise<number> {
+  private countOther(model: string, message: object, serialize: () => MessageIn): Promise<number> {
     const known = this.byObject.get(message)?.get(model);
     if (known !== undefined) return Promise.resolve(this.scaled(model, known));
     const remember = (count: number): number => {
@@ -106,9 +106,9 @@ export class TokenCounter {
 
   private soleTexts(model: string, role: number): Map<string, number> {
     let byRole = this.messageTexts.get(model);
-    if (!byRole) this.messageTexts.set(model, (byRole = new Map()));
+    if (!byRole) this.messageTexts.set(model, (byRole = new Map<number, Map<string, number>>()));
     let byText = byRole.get(role);
-    if (!byText) byRole.set(role, (byText = new Map()));
+    if (!byText) byRole.set(role, (byText = new Map<string, number>()));
     if (byText.size >= this.capacity) byText.clear(); // bounded like the memo; refilled from it
     return byText;
   }
@@ -179,7 +179,7 @@ export class TokenCounter {
     this.pending = [];
     for (const [model, group] of groupByModel(batch)) {
       try {
-        const { counts } = await this.rpc.request<{ counts: number[] }>('gateway/countTokens', {
+        const { counts } = await this.rpc.request('gateway/countTokens', {
           model,
           texts: group.map((p) => p.item),
         });
@@ -195,7 +195,7 @@ export class TokenCounter {
 
   private remember(model: string, text: string, count: number, fresh: boolean): void {
     let counts = this.memo.get(model);
-    if (!counts) this.memo.set(model, (counts = new Map()));
+    if (!counts) this.memo.set(model, (counts = new Map<string, number>()));
     if (!counts.has(text)) {
       if (this.entries >= this.capacity) this.forgetOldest();
       this.entries++;
@@ -244,12 +244,14 @@ function cutPoint(text: string, from: number): number {
 }
 
 function isSpace(code: number): boolean {
-  return (code >= 9 && code <= 13) || (code >= 0x1c && code <= 0x20) || code === 0x85 || code === 0xa0 || (code >= 0x1680 && /\s/.test(String.fromCharCode(code)));
+  return (
+    (code >= 9 && code <= 13) || (code >= 0x1c && code <= 0x20) || code === 0x85 || code === 0xa0 || (code >= 0x1680 && /\s/.test(String.fromCharCode(code)))
+  );
 }
 
 /** Messages are keyed by their JSON (or role and text, behind \u0002), marked so that no plain string
  * can share a message's count. */
-function textOf(item: string | WireMessage): string {
+function textOf(item: string | MessageIn): string {
   return typeof item === 'string' ? item : `\u0001${JSON.stringify(item)}`;
 }
 

@@ -1,63 +1,40 @@
-// The wire format shared with the sidecar (rfcs/0003-rpc-contract.md): VS Code messages out,
-// streamed parts back in. Serialisation is the only place that knows the shape of VS Code's parts.
+// VS Code messages out to the sidecar, streamed parts back in, in the shapes of the contract
+// (extension/contract.ts, rfcs/0003-rpc-contract.md). Serialisation is the only place that knows the
+// shape of VS Code's parts.
 import * as vscode from 'vscode';
+import type { MessageIn, StreamPart, ToolResultIn, UsagePart } from './contract';
 
-export type WirePart =
-  | { type: 'text'; value: string }
-  | { type: 'toolCall'; callId: string; name: string; input: unknown }
-  | { type: 'toolResult'; callId: string; content: WirePart[] }
-  | { type: 'data'; mimeType: string; data: string }
-  | { type: 'thinking'; value: string | string[]; id: string | null };
-
-export interface WireMessage {
-  role: number;
-  name: string | null;
-  content: WirePart[];
-}
-
-export interface Usage {
-  type: 'usage';
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-  cachedTokens: number;
-  reasoningTokens: number;
-}
-
-export type StreamPart =
-  | { type: 'text'; value: string }
-  | { type: 'thinking'; value: string; id: string | null }
-  | { type: 'toolCall'; callId: string; name: string; input: object }
-  | Usage
-  | { type: 'finish'; reason: string; responseId: string | null };
+/** A part of a message, and of a tool result, as the sidecar reads them. */
+type WirePart = NonNullable<MessageIn['content']>[number];
+type ResultPart = NonNullable<ToolResultIn['content']>[number];
 
 export type ThinkingMode = 'auto' | 'text' | 'hidden';
 
 type ThinkingCtor = new (value: string | string[], id?: string) => vscode.LanguageModelResponsePart;
 
 /** The proposed LanguageModelThinkingPart, when this VS Code has it at runtime. */
-export function thinkingClass(): ThinkingCtor | undefined {
+function thinkingClass(): ThinkingCtor | undefined {
   return (vscode as unknown as { LanguageModelThinkingPart?: ThinkingCtor }).LanguageModelThinkingPart;
 }
 
-export function serializeMessage(message: vscode.LanguageModelChatRequestMessage, withData = true): WireMessage {
+export function serializeMessage(message: vscode.LanguageModelChatRequestMessage, withData = true): MessageIn {
   return {
     role: Number(message.role),
     name: message.name ?? null,
-    content: serializeParts(message.content as readonly unknown[], withData),
+    content: serializeParts(message.content, withData),
   };
 }
 
 /** The text of a message that is one plain text part and has no name (most messages Copilot counts):
  * a memo key that costs nothing to build. */
 export function soleText(message: vscode.LanguageModelChatRequestMessage): string | undefined {
-  const parts = message.content as readonly unknown[];
+  const parts = message.content;
   if (parts.length !== 1 || message.name) return undefined;
   const part = parts[0];
   return part instanceof vscode.LanguageModelTextPart ? part.value : undefined;
 }
 
-export function serializeParts(parts: readonly unknown[], withData = true): WirePart[] {
+function serializeParts(parts: readonly unknown[], withData = true): WirePart[] {
   const out: WirePart[] = [];
   for (const part of parts) {
     const wire = serializePart(part, withData);
@@ -83,7 +60,7 @@ function serializeByShape(part: unknown, withData: boolean): WirePart | undefine
   if (typeof part !== 'object' || part === null) return undefined;
   const p = part as Record<string, unknown>;
   if (typeof p.callId === 'string' && Array.isArray(p.content)) {
-    return { type: 'toolResult', callId: p.callId, content: serializeParts(p.content, withData) };
+    return { type: 'toolResult', callId: p.callId, content: serializeParts(p.content, withData).filter(isResultPart) };
   }
   if (typeof p.callId === 'string' && typeof p.name === 'string') {
     return { type: 'toolCall', callId: p.callId, name: p.name, input: p.input ?? {} };
@@ -95,6 +72,11 @@ function serializeByShape(part: unknown, withData: boolean): WirePart | undefine
   if (typeof p.value === 'string') return { type: 'text', value: p.value };
   if (p.value !== undefined && typeof p.value === 'object') return { type: 'text', value: JSON.stringify(p.value) };
   return undefined;
+}
+
+/** A tool result holds no tool result (the sidecar would drop it). */
+function isResultPart(part: WirePart): part is ResultPart {
+  return part.type !== 'toolResult';
 }
 
 /** A streamed part as VS Code's response part; usage and finish are handled by the caller. */
@@ -116,7 +98,7 @@ export function toResponsePart(part: StreamPart, thinking: ThinkingMode): vscode
 }
 
 /** The usage data part newer Copilot reads to fill its context-window indicator. */
-export function usageDataPart(usage: Usage): vscode.LanguageModelDataPart {
+export function usageDataPart(usage: UsagePart): vscode.LanguageModelDataPart {
   const payload = {
     prompt_tokens: usage.inputTokens,
     completion_tokens: usage.outputTokens,

@@ -16,7 +16,7 @@ from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .models import catalogue
 from .pipeline import stream_chat
-from .protocol import ChatRequest, PartOut, Settings, updated_settings
+from .protocol import ChatRequest, ErrorPart, PartOut, Settings, updated_settings
 from .replay import events_from_recording
 
 DEFAULT_MODEL = "openai/gpt-5-mini"
@@ -64,7 +64,7 @@ class Output:
 
     def error(self, error: GatewayError) -> None:
         if self.as_json:
-            part = {"type": "error", "kind": error.kind, "message": error.message, "status": error.status}
+            part: ErrorPart = {"type": "error", "kind": error.kind, "message": error.message, "status": error.status}
             self.out(json.dumps(part, ensure_ascii=False) + "\n")
             sys.stdout.flush()
         self.err(f"error: {error.kind}: {error.message}\n")
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         out.error(GatewayError("bad_request", f"{type(error).__name__}: {error}"))
         return 1
     except Exception as error:
-        out.error(GatewayError("protocol", f"internal error: {type(error).__name__}: {error}"))
+        out.error(GatewayError("internal", f"internal error: {type(error).__name__}: {error}"))
         return 1
     return 0
 

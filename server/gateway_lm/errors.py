@@ -8,22 +8,39 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-ErrorKind = Literal[
-    "auth",
-    "forbidden",
-    "not_found",
-    "rate_limited",
-    "context_overflow",
-    "bad_request",
-    "upstream",
-    "network",
-    "timeout",
-    "protocol",
-    "cancelled",
-]
+from typing_extensions import NotRequired, TypeAliasType, TypedDict
+
+# The one closed list, shared by the sidecar, the CLI and (generated into extension/contract.ts) the
+# extension. A named alias so the generated TypeScript names it too.
+ErrorKind = TypeAliasType(
+    "ErrorKind",
+    Literal[
+        "auth",
+        "forbidden",
+        "not_found",
+        "rate_limited",
+        "context_overflow",
+        "bad_request",
+        "upstream",
+        "network",
+        "timeout",
+        "protocol",
+        "internal",
+    ],
+)
+
+
+class ErrorData(TypedDict):
+    """The `data` of every JSON-RPC error the sidecar answers (rfcs/0003-rpc-contract.md)."""
+
+    kind: ErrorKind
+    status: int | None
+    retryAfter: float | None
+    settings: NotRequired[list[str]]  # gateway/configure: the names of the invalid settings
+
 
 # What to do next, appended to the gateway's own words so every message names a fix.
-_ADVICE: dict[str, str] = {
+_ADVICE: dict[ErrorKind, str] = {
     "auth": "Set a valid AI Gateway API key (command: 'Vercel AI Gateway: Manage API Key').",
     "forbidden": "Your account cannot use this model; pick another model or upgrade the plan.",
     "not_found": "The model or endpoint does not exist; refresh the model list and pick another.",
@@ -34,7 +51,7 @@ _ADVICE: dict[str, str] = {
     "network": "Check the network, proxy and the base URL setting.",
     "timeout": "Try again; if the model is just slow, raise the timeout setting.",
     "protocol": "The gateway sent a stream we could not understand; try again.",
-    "cancelled": "",
+    "internal": "This is a bug in the sidecar; see the logs.",
 }
 
 _OVERFLOW_HINTS = (
@@ -68,7 +85,7 @@ class GatewayError(Exception):
     def __str__(self) -> str:
         return self.message
 
-    def as_data(self) -> dict[str, Any]:
+    def as_data(self) -> ErrorData:
         return {"kind": self.kind, "status": self.status, "retryAfter": self.retry_after}
 
 

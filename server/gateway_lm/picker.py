@@ -9,11 +9,15 @@ from .models import ModelInfo
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
 
 
+class ModelEntry(ModelInfo):
+    """One model of `gateway/models`: the catalogue's fields and what the picker shows of it."""
+
+    tooltip: str
+    detail: str
+
+
 def picker_entry(model: ModelInfo) -> dict[str, Any]:
-    entry = model.model_dump()
-    entry["tooltip"] = tooltip(model)
-    entry["detail"] = detail(model)
-    return entry
+    return ModelEntry(**dict(model), tooltip=tooltip(model), detail=detail(model)).model_dump()
 
 
 def tooltip(model: ModelInfo) -> str:

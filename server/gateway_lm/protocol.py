@@ -8,10 +8,14 @@ path, where pydantic would cost more than the whole adapter.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypedDict, get_args
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only on Python 3.12+ (contract.py)
+
+from .errors import ErrorKind
 
 # ---- messages in (the extension's serialisation of VS Code messages) ----
 
@@ -51,7 +55,8 @@ class ThinkingIn(_Part):
 
 
 class UnknownIn(_Part):
-    """A part type we do not know (a newer VS Code): kept out of the request, never a crash."""
+    """A part type we do not know (a newer VS Code), or a tool result inside a tool result: kept out of
+    the request, never a crash. Tolerated, not part of the contract: no schema (contract.py)."""
 
     type: str
 
@@ -69,8 +74,8 @@ ResultPartIn = Annotated[
     | Annotated[DataIn, Tag("data")]
     | Annotated[ThinkingIn, Tag("thinking")]
     | Annotated[ToolCallIn, Tag("toolCall")]
-    | Annotated[UnknownIn, Tag("toolResult")]
-    | Annotated[UnknownIn, Tag("unknown")],
+    | Annotated[UnknownIn, Tag("toolResult"), SkipJsonSchema()]
+    | Annotated[UnknownIn, Tag("unknown"), SkipJsonSchema()],
     Discriminator(_part_tag),
 ]
 
@@ -87,7 +92,7 @@ AnyPartIn = Annotated[
     | Annotated[ToolResultIn, Tag("toolResult")]
     | Annotated[DataIn, Tag("data")]
     | Annotated[ThinkingIn, Tag("thinking")]
-    | Annotated[UnknownIn, Tag("unknown")],
+    | Annotated[UnknownIn, Tag("unknown"), SkipJsonSchema()],
     Discriminator(_part_tag),
 ]
 
@@ -227,11 +232,15 @@ class FinishPart(TypedDict):
     responseId: str | None
 
 
+PartOut = TextPart | ThinkingPart | ToolCallPart | UsagePart | FinishPart
+"""What a chat streams (`gateway/parts`, the CLI's --json lines). A failure is no part: it ends the
+request as an error."""
+
+
 class ErrorPart(TypedDict):
+    """The CLI's last --json line when a command fails."""
+
     type: Literal["error"]
-    kind: str
+    kind: ErrorKind
     message: str
     status: int | None
-
-
-PartOut = TextPart | ThinkingPart | ToolCallPart | UsagePart | FinishPart | ErrorPart

@@ -13,7 +13,8 @@ import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { activate } from '../../extension/extension';
-import type { GatewayChatProvider, ModelEntry } from '../../extension/provider';
+import type { ModelEntry } from '../../extension/contract';
+import type { GatewayChatProvider } from '../../extension/provider';
 import { checkCounts } from '../../extension/saved';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -24,7 +25,9 @@ const dirs: string[] = [];
 
 before(async () => {
   gateway = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve) => gateway.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)));
+  const url = await new Promise<string>((resolve) =>
+    gateway.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)),
+  );
   stub.settings['vercelAiGateway.baseUrl'] = `${url}/v1`;
   stub.settings['vercelAiGateway.maxRetries'] = 0;
   process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
@@ -121,12 +124,40 @@ test('counts "oops" and a truncated models.json: activation succeeds and the pro
 
 test('wrongly typed entries are dropped one by one, with one log line per file; the good ones are used', async () => {
   const good: ModelEntry = {
-    id: 'cached/model', name: 'Cached', family: 'cached', version: '1', contextWindow: 1000, maxInputTokens: 900, maxOutputTokens: 100,
-    capabilities: { toolCalling: true, imageInput: false }, pricing: { input: 1, output: 2, cacheRead: null }, tooltip: '', detail: '',
+    id: 'cached/model',
+    name: 'Cached',
+    family: 'cached',
+    version: '1',
+    contextWindow: 1000,
+    maxInputTokens: 900,
+    maxOutputTokens: 100,
+    capabilities: { toolCalling: true, imageInput: false },
+    reasoning: false,
+    pricing: { input: 1, output: 2, cacheRead: null, cacheWrite: null },
+    tags: [],
+    ownedBy: 'cached',
+    description: '',
+    tooltip: '',
+    detail: '',
   };
-  const models = [{ id: 5 }, null, 'oops', good, { ...good, id: 'bad/limit', maxInputTokens: '900' }, { ...good, id: 'bad/price', pricing: { input: -1, output: 2, cacheRead: null } }, good];
+  const models = [
+    { id: 5 },
+    null,
+    'oops',
+    good,
+    { ...good, id: 'bad/limit', maxInputTokens: '900' },
+    { ...good, id: 'bad/price', pricing: { ...good.pricing, input: -1 } },
+    good,
+  ];
   const counts = {
-    plain: { [`${MODEL}\u0000read_file`]: 3, [`${MODEL}\u0000oops`]: 'oops', [`${MODEL}\u0000neg`]: -7, [`${MODEL}\u0000huge`]: 1e300, 'no separator': 4, [`${MODEL}\u0000half`]: 1.5 },
+    plain: {
+      [`${MODEL}\u0000read_file`]: 3,
+      [`${MODEL}\u0000oops`]: 'oops',
+      [`${MODEL}\u0000neg`]: -7,
+      [`${MODEL}\u0000huge`]: 1e300,
+      'no separator': 4,
+      [`${MODEL}\u0000half`]: 1.5,
+    },
     hashed: { [hashed('known prompt')]: 11, [hashed('negative')]: -7, 'not a hash': 4 },
   };
   const dir = storageWith(JSON.stringify(models), JSON.stringify(counts).replace('1e+300', '1e999'));
@@ -147,10 +178,10 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
   assert.equal(saved[hashed('negative')], undefined, 'the file is repaired');
 });
 
-test('two windows on one storage folder: each saves its counts, and neither loses the other\'s', async () => {
+test("two windows on one storage folder: each saves its counts, and neither loses the other's", async () => {
   const dir = storageWith('[]', '{}');
   const [first, second] = [await openWindow(dir), await openWindow(dir)];
-  let firstCount = 0;
+  let firstCount: number;
   try {
     firstCount = await count(first, 'only the first window counted this');
     assert.ok(firstCount > 0);

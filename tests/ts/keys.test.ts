@@ -2,7 +2,6 @@
 // key can be replaced and removed; every key handed out is known for redaction.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
-import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { KeyStore } from '../../extension/keys';
 
@@ -10,7 +9,7 @@ const SECRET = 'vercelAiGateway.apiKey';
 const saved = { api: process.env.AI_GATEWAY_API_KEY, oidc: process.env.VERCEL_OIDC_TOKEN };
 
 function store(secrets = new stub.SecretStorage()): { keys: KeyStore; secrets: stub.SecretStorage; changes: () => number } {
-  const keys = new KeyStore(secrets as unknown as vscode.SecretStorage);
+  const keys = new KeyStore(secrets);
   let changes = 0;
   keys.onDidChange(() => changes++);
   return { keys, secrets, changes: () => changes };
@@ -25,7 +24,10 @@ beforeEach(() => {
 });
 
 afterEach(() => {
-  for (const [name, value] of [['AI_GATEWAY_API_KEY', saved.api], ['VERCEL_OIDC_TOKEN', saved.oidc]] as const) {
+  for (const [name, value] of [
+    ['AI_GATEWAY_API_KEY', saved.api],
+    ['VERCEL_OIDC_TOKEN', saved.oidc],
+  ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }

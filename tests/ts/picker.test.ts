@@ -4,12 +4,26 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { GatewayChatProvider, ModelEntry } from '../../extension/provider';
+import type { ModelEntry } from '../../extension/contract';
+import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/rpc';
 
 const model = (id: string): ModelEntry => ({
-  id, name: id, family: 'f', version: '1', contextWindow: 1000, maxInputTokens: 900, maxOutputTokens: 100,
-  capabilities: { toolCalling: true, imageInput: false }, pricing: { input: null, output: null, cacheRead: null }, tooltip: '', detail: '',
+  id,
+  name: id,
+  family: 'f',
+  version: '1',
+  contextWindow: 1000,
+  maxInputTokens: 900,
+  maxOutputTokens: 100,
+  capabilities: { toolCalling: true, imageInput: false },
+  reasoning: false,
+  pricing: { input: null, output: null, cacheRead: null, cacheWrite: null },
+  tags: [],
+  ownedBy: 'o',
+  description: '',
+  tooltip: '',
+  detail: '',
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */
@@ -24,12 +38,21 @@ function picker(cached: ModelEntry[], catalogue: () => ModelEntry[]) {
     onParts: () => ({ dispose() {} }),
   };
   const provider = new GatewayChatProvider(rpc, {
-    apiKey: async () => 'key-0123456789', askForKey: async () => undefined, thinking: () => 'auto',
-    loadCache: async () => cached, saveCache: async (models) => void state.saved.push(models),
-    onUsage() {}, onError() {}, toolStrings: () => [], log: { info() {}, warn: (m: string) => void state.warnings.push(m), error() {} },
+    apiKey: async () => 'key-0123456789',
+    askForKey: async () => undefined,
+    thinking: () => 'auto',
+    loadCache: async () => cached,
+    saveCache: async (models) => void state.saved.push(models),
+    onUsage() {},
+    onError() {},
+    toolStrings: () => [],
+    log: { info() {}, warn: (m: string) => void state.warnings.push(m), error() {} },
   });
   provider.onDidChangeLanguageModelChatInformation(() => state.changes++);
-  const list = async () => (await provider.provideLanguageModelChatInformation({ silent: true }, new stub.CancellationTokenSource().token as unknown as vscode.CancellationToken)).map((m) => m.id);
+  const list = async () =>
+    (await provider.provideLanguageModelChatInformation({ silent: true }, new stub.CancellationTokenSource().token as unknown as vscode.CancellationToken)).map(
+      (m) => m.id,
+    );
   return { provider, state, list };
 }
 
@@ -37,7 +60,10 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 test('first start: the first answer waits for the catalogue; repeats neither fetch nor fire', async () => {
   const { state, list } = picker([], () => [model('a/one'), model('b/two')]);
-  assert.deepEqual(await Promise.all([list(), list()]), [['a/one', 'b/two'], ['a/one', 'b/two']]);
+  assert.deepEqual(await Promise.all([list(), list()]), [
+    ['a/one', 'b/two'],
+    ['a/one', 'b/two'],
+  ]);
   assert.deepEqual(await list(), ['a/one', 'b/two']);
   await settle();
   assert.equal(state.fetches, 1, 'one catalogue request for three asks within a minute');

@@ -1,5 +1,5 @@
 // Resolves `require('vscode')` to the stub for tests run under plain Node.
-import Module = require('node:module');
+import Module from 'node:module';
 import * as path from 'node:path';
 
 const moduleWithResolve = Module as unknown as { _resolveFilename: (request: string, ...rest: unknown[]) => string };

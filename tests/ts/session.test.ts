@@ -25,11 +25,15 @@ before(() => {
   // The "python" the extension runs: records its pid, then becomes the sidecar the test chose.
   const wrapper = path.join(dir, 'python');
   const fake = path.join(__dirname, 'fixtures', 'fake-sidecar.js');
-  fs.writeFileSync(wrapper, `#!/bin/sh
+  fs.writeFileSync(
+    wrapper,
+    `#!/bin/sh
 echo $$ >> "${pidFile}"
 if [ "$SIDECAR_MODE" = real ]; then exec "${PYTHON}" "$@"; fi
 exec "${process.execPath}" "${fake}" "$SIDECAR_MODE"
-`, { mode: 0o755 });
+`,
+    { mode: 0o755 },
+  );
   process.env.AI_GATEWAY_LM_PYTHON = wrapper;
 });
 
@@ -90,11 +94,12 @@ async function fails(promise: Promise<unknown>, message: RegExp): Promise<Gatewa
   return error;
 }
 
-const echo = (connection: SidecarConnection) => connection.request<{ method: string }>('gateway/echo', {});
+// The fake sidecar answers any method with its name.
+const echo = (connection: SidecarConnection) => connection.request('gateway/configure', { settings: {} });
 
 test('the real sidecar answers; Restart Server stops it for sure and the new one answers', async () => {
   const connection = connect('real', { ...LIMITS, startTimeoutMs: 30_000 });
-  const count = () => connection.request<{ counts: number[] }>('gateway/countTokens', { model: 'openai/gpt-5', texts: ['hello world'] });
+  const count = () => connection.request('gateway/countTokens', { model: 'openai/gpt-5', texts: ['hello world'] });
   assert.deepEqual(await count(), { counts: [2] });
   const [first] = pids();
   await connection.restart();
@@ -111,9 +116,12 @@ test('a sidecar that never answers initialize: the request fails after the start
   const took = Date.now() - started;
   assert.ok(took >= 1900 && took < 4000, `failed after ${took} ms`);
   await until(() => !alive(pids()[0]), 'the hung sidecar is killed');
-  assert.ok(stub.shownErrors.some((e) => /did not start within 2 s/.test(e.message) && e.actions.includes('Show Logs')), 'one clear pop-up');
+  assert.ok(
+    stub.shownErrors.some((e) => /did not start within 2 s/.test(e.message) && e.actions.includes('Show Logs')),
+    'one clear pop-up',
+  );
   process.env.SIDECAR_MODE = 'echo';
-  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+  assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
   assert.equal(pids().length, 2);
 });
 
@@ -143,7 +151,7 @@ test('a running sidecar that ignores shutdown and SIGTERM: restart kills it and 
   assert.ok(Date.now() - restarted < 2500, `restart took ${Date.now() - restarted} ms`);
   assert.equal(alive(first), false, 'the stuck sidecar is killed');
   await inFlight;
-  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+  assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
 });
 
 test('initialize answered with an error: the request fails with it, and the next request starts afresh', async () => {
@@ -151,7 +159,7 @@ test('initialize answered with an error: the request fails with it, and the next
   await fails(echo(connection), /could not start \(initialize failed on purpose\)\. The next request tries again/);
   await until(() => !alive(pids()[0]), 'the sidecar is killed');
   process.env.SIDECAR_MODE = 'echo';
-  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+  assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
 });
 
 test('a sidecar that exits at once: the request fails within the start timeout and says how it exited', async () => {
@@ -161,7 +169,7 @@ test('a sidecar that exits at once: the request fails within the start timeout a
   assert.equal(pids().length, 1, 'not retried before the first start succeeded');
   assert.ok(Date.now() - started < 3000);
   process.env.SIDECAR_MODE = 'echo';
-  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+  assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
 });
 
 for (const [mode, detail] of [
@@ -174,7 +182,7 @@ for (const [mode, detail] of [
     assert.match(error.message, detail);
     await until(() => !alive(pids()[0]), 'the sidecar is killed');
     process.env.SIDECAR_MODE = 'echo';
-    assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+    assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
     assert.equal(pids().length, 2);
   });
 }
@@ -186,6 +194,6 @@ test('the restart limit: crashes are restarted, then the client gives up and the
   await fails(echo(connection), /stopped 3 times within 3 minutes, so it is not restarted by itself\. The next request starts a new one/);
   assert.equal(pids().length, 3, 'two restarts by the client, then none');
   process.env.SIDECAR_MODE = 'echo';
-  assert.deepEqual(await echo(connection), { method: 'gateway/echo' });
+  assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
   assert.equal(pids().length, 4);
 });

@@ -17,7 +17,9 @@ const log = { info() {}, warn() {}, error() {} } as unknown as vscode.LogOutputC
 /** A shell script standing in for a Python: prints `version`, makes venvs of itself, runs `pip`. */
 function fakePython(name: string, version: string, pip = 'exit 0'): string {
   const file = path.join(base, 'bin', name);
-  fs.writeFileSync(file, `#!/bin/sh
+  fs.writeFileSync(
+    file,
+    `#!/bin/sh
 PATH=/usr/bin:/bin
 echo "$0 $*" >> "${calls}"
 case "$1 $2" in
@@ -25,7 +27,9 @@ case "$1 $2" in
   "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
   "-m pip") ${pip} ;;
 esac
-`, { mode: 0o755 });
+`,
+    { mode: 0o755 },
+  );
   return file;
 }
 
@@ -42,7 +46,10 @@ function context(): vscode.ExtensionContext {
 }
 
 async function setupError(promise: Promise<unknown>): Promise<SetupError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(error instanceof SetupError, `expected a SetupError, got ${String(error)}`);
   return error;
 }
@@ -73,7 +80,7 @@ test('only old Pythons: the error names each one with its version', async () => 
   assert.equal(error.canChooseInterpreter, true);
 });
 
-test('pip failing: the error carries pip\'s own last line, and the next start tries again', async () => {
+test("pip failing: the error carries pip's own last line, and the next start tries again", async () => {
   fakePython('python3', '3.12', 'echo "ERROR: No matching distribution found for httpx==0.28.1" >&2; exit 1');
   const ctx = context();
   const error = await setupError(sidecarPython(ctx, log));
@@ -101,5 +108,11 @@ test('the pythonPath setting wins over Pythons on PATH', async () => {
   fakePython('python3', '3.13');
   stub.settings['vercelAiGateway.pythonPath'] = chosen;
   await sidecarPython(context(), log);
-  assert.match(fs.readFileSync(calls, 'utf8').split('\n').find((line) => line.includes('-m venv'))!, /my-python -m venv/);
+  assert.match(
+    fs
+      .readFileSync(calls, 'utf8')
+      .split('\n')
+      .find((line) => line.includes('-m venv'))!,
+    /my-python -m venv/,
+  );
 });

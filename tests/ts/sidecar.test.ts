@@ -8,9 +8,9 @@ import { CancellationTokenSource, createMessageConnection, MessageConnection, St
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { GatewayChatError } from '../../extension/errors';
-import { GatewayChatProvider, ModelEntry } from '../../extension/provider';
+import type { ModelEntry, UsagePart } from '../../extension/contract';
+import { GatewayChatProvider } from '../../extension/provider';
 import { PartsRouter, Rpc } from '../../extension/rpc';
-import type { Usage } from '../../extension/wire';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
@@ -18,13 +18,13 @@ const children: ChildProcess[] = [];
 let connection: MessageConnection;
 let provider: GatewayChatProvider;
 let gatewayUrl: string;
-const usages: Usage[] = [];
+const usages: UsagePart[] = [];
 const errors: GatewayChatError[] = [];
 
 function startGateway(): Promise<string> {
   const child = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
-  return new Promise((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)));
+  return new Promise((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)));
 }
 
 before(async () => {
@@ -33,12 +33,16 @@ before(async () => {
   delete env.AI_GATEWAY_API_KEY;
   const sidecar = spawn(PYTHON, ['-m', 'gateway_lm', 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
   children.push(sidecar);
-  connection = createMessageConnection(new StreamMessageReader(sidecar.stdout!), new StreamMessageWriter(sidecar.stdin!));
+  connection = createMessageConnection(new StreamMessageReader(sidecar.stdout), new StreamMessageWriter(sidecar.stdin));
   const router = new PartsRouter();
   router.attach(connection);
   connection.listen();
-  await connection.sendRequest('initialize', { processId: process.pid, capabilities: {}, initializationOptions: { baseUrl: `${gatewayUrl}/v1`, settings: { maxRetries: 0 } } });
-  connection.sendNotification('initialized', {});
+  await connection.sendRequest('initialize', {
+    processId: process.pid,
+    capabilities: {},
+    initializationOptions: { baseUrl: `${gatewayUrl}/v1`, settings: { maxRetries: 0 } },
+  });
+  void connection.sendNotification('initialized', {});
   const rpc: Rpc = {
     request: (method, params, token) => (token ? connection.sendRequest(method, params, token as never) : connection.sendRequest(method, params)),
     onParts: (id, handler) => router.subscribe(id, handler),
@@ -67,11 +71,15 @@ const userMessage = (...content: unknown[]) => ({ role: 1, name: undefined, cont
 async function chat(model: string, messages: vscode.LanguageModelChatRequestMessage[], options: object = {}, cancel?: vscode.CancellationToken) {
   const parts: unknown[] = [];
   const info = { id: model } as vscode.LanguageModelChatInformation;
-  await provider.provideLanguageModelChatResponse(info, messages, { toolMode: 1, ...options } as never, { report: (p) => parts.push(p) }, cancel ?? token());
+  await provider.provideLanguageModelChatResponse(info, messages, { toolMode: 1, ...options }, { report: (p) => parts.push(p) }, cancel ?? token());
   return parts;
 }
 
-const textOf = (parts: unknown[]) => parts.filter((p) => p instanceof stub.LanguageModelTextPart).map((p) => (p as stub.LanguageModelTextPart).value).join('');
+const textOf = (parts: unknown[]) =>
+  parts
+    .filter((p) => p instanceof stub.LanguageModelTextPart)
+    .map((p) => p.value)
+    .join('');
 
 test('the picker lists the gateway language models, all offered to agent mode', async () => {
   const models = await provider.provideLanguageModelChatInformation({ silent: true }, token());
@@ -110,13 +118,19 @@ test('a tool call round trip pairs call and result at the gateway', async () => 
   assert.equal(textOf(second), 'The tool said: sunny');
   const log = (await (await fetch(`${gatewayUrl}/_requests`)).json()) as { body: { input: { type: string; call_id?: string }[] } }[];
   const input = log.at(-1)!.body.input;
-  assert.deepEqual(input.slice(-2).map((i) => [i.type, i.call_id]), [['function_call', call.callId], ['function_call_output', call.callId]]);
+  assert.deepEqual(
+    input.slice(-2).map((i) => [i.type, i.call_id]),
+    [
+      ['function_call', call.callId],
+      ['function_call_output', call.callId],
+    ],
+  );
 });
 
 test('a 401 throws a clear error with the Manage API Key action', async () => {
   await assert.rejects(chat('fake/error-401', [userMessage(new stub.LanguageModelTextPart('hi'))]), (error: GatewayChatError) => {
     assert.equal(error.kind, 'auth');
-    assert.equal(error.action, 'Manage API Key');
+    assert.equal(error.action.title, 'Manage API Key');
     assert.match(error.message, /API key/);
     return true;
   });
@@ -128,15 +142,21 @@ test('cancelling stops the stream and reports nothing after', async () => {
   const parts: unknown[] = [];
   let cancelledAt = -1;
   const info = { id: 'fake/slow' } as vscode.LanguageModelChatInformation;
-  const done = provider.provideLanguageModelChatResponse(info, [userMessage(new stub.LanguageModelTextPart('hi'))], { toolMode: 1 } as never, {
-    report: (p) => {
-      parts.push(p);
-      if (parts.length === 3) {
-        cancelledAt = parts.length;
-        source.cancel();
-      }
+  const done = provider.provideLanguageModelChatResponse(
+    info,
+    [userMessage(new stub.LanguageModelTextPart('hi'))],
+    { toolMode: 1 },
+    {
+      report: (p) => {
+        parts.push(p);
+        if (parts.length === 3) {
+          cancelledAt = parts.length;
+          source.cancel();
+        }
+      },
     },
-  }, source.token as unknown as vscode.CancellationToken);
+    source.token,
+  );
   await done;
   const afterCancel = parts.length;
   await new Promise((r) => setTimeout(r, 300));
@@ -147,7 +167,10 @@ test('cancelling stops the stream and reports nothing after', async () => {
 test('token counts for strings and messages', async () => {
   const info = { id: 'openai/gpt-5' } as vscode.LanguageModelChatInformation;
   assert.equal(await provider.provideTokenCount(info, 'hello world', token()), 2);
-  const counts = await Promise.all([provider.provideTokenCount(info, userMessage(new stub.LanguageModelTextPart('hello world')), token()), provider.provideTokenCount(info, '', token())]);
+  const counts = await Promise.all([
+    provider.provideTokenCount(info, userMessage(new stub.LanguageModelTextPart('hello world')), token()),
+    provider.provideTokenCount(info, '', token()),
+  ]);
   assert.ok(counts[0] > 2);
   assert.equal(counts[1], 0);
 });

@@ -2,17 +2,34 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as stub from './vscode-stub';
-import type { ModelEntry } from '../../extension/provider';
+import type { ModelEntry, UsagePart } from '../../extension/contract';
 import { UsageStatus } from '../../extension/status';
-import type { Usage } from '../../extension/wire';
 
 const sonnet: ModelEntry = {
-  id: 'anthropic/claude-sonnet-4', name: 'Claude Sonnet 4', family: 'claude', version: '4', contextWindow: 200_000,
-  maxInputTokens: 183_616, maxOutputTokens: 64_000, capabilities: { toolCalling: true, imageInput: true },
-  pricing: { input: 3, output: 15, cacheRead: 0.3 }, tooltip: '', detail: '',
+  id: 'anthropic/claude-sonnet-4',
+  name: 'Claude Sonnet 4',
+  family: 'claude',
+  version: '4',
+  contextWindow: 200_000,
+  maxInputTokens: 183_616,
+  maxOutputTokens: 64_000,
+  capabilities: { toolCalling: true, imageInput: true },
+  reasoning: true,
+  pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+  tags: [],
+  ownedBy: 'anthropic',
+  description: '',
+  tooltip: '',
+  detail: '',
 };
-const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): Usage =>
-  ({ type: 'usage', inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, cachedTokens, reasoningTokens }) as Usage;
+const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
+  type: 'usage',
+  inputTokens,
+  outputTokens,
+  totalTokens: inputTokens + outputTokens,
+  cachedTokens,
+  reasoningTokens,
+});
 
 function latestItem(): stub.StatusBarItem {
   return stub.statusBarItems.at(-1)!;
@@ -47,7 +64,7 @@ test('amber from 75% of the context window, red from 90%', () => {
 
 test('a model without prices shows no cost rather than a wrong one', () => {
   const status = new UsageStatus();
-  status.show({ ...sonnet, pricing: { input: null, output: null, cacheRead: null } }, usage(1000, 10));
+  status.show({ ...sonnet, pricing: { input: null, output: null, cacheRead: null, cacheWrite: null } }, usage(1000, 10));
   assert.equal(latestItem().text, '$(pulse) Claude Sonnet 4: 1.0K in · 10 out · <1% of context');
   assert.doesNotMatch(latestItem().tooltip!, /Cost/);
 });

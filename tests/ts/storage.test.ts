@@ -5,15 +5,29 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
+import type { ModelEntry } from '../../extension/contract';
 import type { Rpc } from '../../extension/rpc';
 import { checkCounts, checkModels, mergeCounts } from '../../extension/saved';
 import { readJson, writeJsonAtomic } from '../../extension/storage';
 import { TokenCounter } from '../../extension/tokens';
 
 const HASH = 'qUqP5cyxm6YcTAhz05Hph5gvu9M='; // the shape of a SHA-1 in base64
-const MODEL = {
-  id: 'a/b', name: 'B', family: 'b', version: '1', contextWindow: 1000, maxInputTokens: 900, maxOutputTokens: 100,
-  capabilities: { toolCalling: true, imageInput: true }, pricing: { input: 1, output: 2, cacheRead: null }, tooltip: '', detail: '',
+const MODEL: ModelEntry = {
+  id: 'a/b',
+  name: 'B',
+  family: 'b',
+  version: '1',
+  contextWindow: 1000,
+  maxInputTokens: 900,
+  maxOutputTokens: 100,
+  capabilities: { toolCalling: true, imageInput: true },
+  reasoning: false,
+  pricing: { input: 1, output: 2, cacheRead: null, cacheWrite: null },
+  tags: ['vision'],
+  ownedBy: 'a',
+  description: '',
+  tooltip: '',
+  detail: '',
 };
 
 const dirs: string[] = [];
@@ -31,8 +45,20 @@ test('token counts: whole files of the wrong type are dropped and counted', () =
 });
 
 test('token counts: only non-negative safe integers under well-formed keys are kept', () => {
-  const plain = { 'm\u0000ok': 3, 'm\u0000zero': 0, 'm\u0000str': 'oops', 'm\u0000neg': -7, 'm\u0000inf': Infinity, 'm\u0000nan': NaN, 'm\u0000frac': 1.5, 'm\u0000huge': 1e20, 'no-separator': 1, '\u0000no-model': 1, 'm\u0000null': null };
-  const hashed = { [HASH]: 5, 'short': 5, [HASH.replace('=', 'A')]: 5 };
+  const plain = {
+    'm\u0000ok': 3,
+    'm\u0000zero': 0,
+    'm\u0000str': 'oops',
+    'm\u0000neg': -7,
+    'm\u0000inf': Infinity,
+    'm\u0000nan': NaN,
+    'm\u0000frac': 1.5,
+    'm\u0000huge': 1e20,
+    'no-separator': 1,
+    '\u0000no-model': 1,
+    'm\u0000null': null,
+  };
+  const hashed = { [HASH]: 5, short: 5, [HASH.replace('=', 'A')]: 5 };
   const { value, dropped } = checkCounts({ plain, hashed });
   assert.deepEqual(value, { plain: { 'm\u0000ok': 3, 'm\u0000zero': 0 }, hashed: { [HASH]: 5 } });
   assert.equal(dropped, 11);
@@ -50,7 +76,7 @@ test('restore drops what is invalid, says how much, and makes the next save rewr
   assert.equal(clean.snapshot(), undefined, 'a clean file is not rewritten');
 });
 
-test('merging keeps both windows\' counts', () => {
+test("merging keeps both windows' counts", () => {
   const merged = mergeCounts({ plain: { 'm\u0000a': 1 }, hashed: { [HASH]: 2 } }, { plain: { 'm\u0000b': 3 }, hashed: {} });
   assert.deepEqual(merged, { plain: { 'm\u0000a': 1, 'm\u0000b': 3 }, hashed: { [HASH]: 2 } });
 });
@@ -59,10 +85,26 @@ test('model cache: entries of the wrong shape are dropped one by one; duplicates
   assert.deepEqual(checkModels(null), { value: [], dropped: 1 });
   assert.deepEqual(checkModels({ models: [] }), { value: [], dropped: 1 });
   const bad = [
-    null, 'oops', [], { ...MODEL, id: '' }, { ...MODEL, id: 7 }, { ...MODEL, name: null },
-    { ...MODEL, maxInputTokens: 0 }, { ...MODEL, maxOutputTokens: '100' }, { ...MODEL, contextWindow: 1e400 }, { ...MODEL, contextWindow: 10.5 },
-    { ...MODEL, capabilities: { toolCalling: 'yes', imageInput: true } }, { ...MODEL, capabilities: null },
-    { ...MODEL, pricing: { input: -1, output: 2, cacheRead: null } }, { ...MODEL, pricing: { input: 1, output: 2 } }, { ...MODEL, pricing: { input: NaN, output: 2, cacheRead: null } },
+    null,
+    'oops',
+    [],
+    { ...MODEL, id: '' },
+    { ...MODEL, id: 7 },
+    { ...MODEL, name: null },
+    { ...MODEL, maxInputTokens: 0 },
+    { ...MODEL, maxOutputTokens: '100' },
+    { ...MODEL, contextWindow: Infinity },
+    { ...MODEL, contextWindow: 10.5 },
+    { ...MODEL, capabilities: { toolCalling: 'yes', imageInput: true } },
+    { ...MODEL, capabilities: null },
+    { ...MODEL, pricing: { ...MODEL.pricing, input: -1 } },
+    { ...MODEL, pricing: { input: 1, output: 2 } },
+    { ...MODEL, pricing: { ...MODEL.pricing, input: NaN } },
+    { ...MODEL, reasoning: 'no' },
+    { ...MODEL, tags: 'vision' },
+    { ...MODEL, tags: [1] },
+    { ...MODEL, ownedBy: undefined },
+    { ...MODEL, description: 3 },
   ];
   const second = { ...MODEL, id: 'c/d' };
   const { value, dropped } = checkModels([...bad, MODEL, { ...MODEL, name: 'duplicate' }, second]);

@@ -5,7 +5,7 @@ import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/rpc';
 import * as stub from './vscode-stub';
 import { TokenCounter, toolStrings } from '../../extension/tokens';
-import type { WireMessage } from '../../extension/wire';
+import type { MessageIn } from '../../extension/contract';
 
 function countingRpc(): { rpc: Rpc; calls: unknown[] } {
   const calls: unknown[] = [];
@@ -58,7 +58,7 @@ test('memory is bounded', async () => {
 test('a string that reads like a message keeps its own count', async () => {
   const { rpc } = countingRpc();
   const counter = new TokenCounter(rpc);
-  const message: WireMessage = { role: 1, name: null, content: [{ type: 'text', value: 'hi' }] };
+  const message: MessageIn = { role: 1, name: null, content: [{ type: 'text', value: 'hi' }] };
   assert.equal(await counter.count('m', message), 99);
   const lookalike = JSON.stringify(message);
   assert.equal(await counter.count('m', lookalike), lookalike.length);
@@ -67,9 +67,28 @@ test('a string that reads like a message keeps its own count', async () => {
 test('prefetch counts every tool string in one request; the walk is then answered from memory', async () => {
   const { rpc, calls } = countingRpc();
   const counter = new TokenCounter(rpc);
-  const strings = toolStrings([{ name: 'read_file', description: 'Read', inputSchema: { type: 'object', properties: { path: { type: 'string', enum: ['a', 'b'] } } } }]);
+  const strings = toolStrings([
+    { name: 'read_file', description: 'Read', inputSchema: { type: 'object', properties: { path: { type: 'string', enum: ['a', 'b'] } } } },
+  ]);
   // Copilot's own walk order: the keys of {name, description, parameters} too, and array indices.
-  assert.deepEqual(strings, ['name', 'read_file', 'description', 'Read', 'parameters', 'type', 'object', 'properties', 'path', 'type', 'string', 'enum', '0', 'a', '1', 'b']);
+  assert.deepEqual(strings, [
+    'name',
+    'read_file',
+    'description',
+    'Read',
+    'parameters',
+    'type',
+    'object',
+    'properties',
+    'path',
+    'type',
+    'string',
+    'enum',
+    '0',
+    'a',
+    '1',
+    'b',
+  ]);
   await counter.prefetch('m', strings);
   assert.equal(calls.length, 1);
   for (const s of strings) await counter.count('m', s);
@@ -116,7 +135,9 @@ test('same-length strings that differ only in the middle get their own counts', 
 
 test("Copilot's walk through the provider: vscode.lm.tools is read on a miss only, and the tool strings go in one batch", async () => {
   const { rpc, calls } = countingRpc();
-  const tools = [{ name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { filePath: { type: 'string' } }, required: ['filePath'] } }];
+  const tools = [
+    { name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { filePath: { type: 'string' } }, required: ['filePath'] } },
+  ];
   let reads = 0;
   const provider = new GatewayChatProvider(rpc, {
     apiKey: async () => undefined,

@@ -179,14 +179,16 @@ export class SecretStorage {
   }
 }
 
-/** What the user answers next: tests push the answers, the stub takes them in order. */
-export const answers = { inputBox: [] as (string | undefined)[], quickPick: [] as (string | undefined)[] };
+/** What the user answers next: tests push the answers, the stub takes them in order (for an error
+ * notification, the title of the button clicked). */
+export const answers = { inputBox: [] as (string | undefined)[], quickPick: [] as (string | undefined)[], errorButton: [] as (string | undefined)[] };
 export const inputBoxOptions: { validateInput?: (value: string) => string | undefined; password?: boolean }[] = [];
 export const shownErrors: { message: string; actions: string[] }[] = [];
 export const window = {
-  showErrorMessage: (message: string, ...actions: string[]) => {
-    shownErrors.push({ message, actions });
-    return Promise.resolve(undefined);
+  showErrorMessage: <T extends { title: string }>(message: string, ...items: T[]) => {
+    shownErrors.push({ message, actions: items.map((item) => item.title) });
+    const clicked = answers.errorButton.shift();
+    return Promise.resolve(items.find((item) => item.title === clicked));
   },
   showWarningMessage: (_message: string, ..._actions: string[]) => Promise.resolve(undefined),
   showInformationMessage: (_message: string, ..._actions: string[]) => Promise.resolve(undefined),

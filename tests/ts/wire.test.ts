@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { fromRpcError, isCancellation } from '../../extension/errors';
+import { CHOOSE_INTERPRETER, fromRpcError, isCancellation, SHOW_LOGS, showError } from '../../extension/errors';
 import { serializeMessage, toResponsePart, usageDataPart } from '../../extension/wire';
 
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 function message(role: number, content: unknown[]): vscode.LanguageModelChatRequestMessage {
-  return { role, name: undefined, content } as unknown as vscode.LanguageModelChatRequestMessage;
+  return { role, name: undefined, content };
 }
 
 test('serialises every part type, system role included', () => {
@@ -26,7 +26,14 @@ test('serialises every part type, system role included', () => {
     content: [
       { type: 'text', value: 'be brief' },
       { type: 'toolCall', callId: 'c1', name: 'read', input: { p: 1 } },
-      { type: 'toolResult', callId: 'c1', content: [{ type: 'text', value: 'out' }, { type: 'data', mimeType: 'image/*', data: 'iVBORw0KGgo=' }] },
+      {
+        type: 'toolResult',
+        callId: 'c1',
+        content: [
+          { type: 'text', value: 'out' },
+          { type: 'data', mimeType: 'image/*', data: 'iVBORw0KGgo=' },
+        ],
+      },
       { type: 'data', mimeType: 'cache_control', data: 'ZXBoZW1lcmFs' },
       { type: 'thinking', value: ['a', 'b'], id: 't1' },
       { type: 'text', value: '{"node":1}' },
@@ -77,15 +84,38 @@ test('usage becomes the data part Copilot reads', () => {
 });
 
 test('errors render with one action by kind', () => {
-  const auth = fromRpcError({ code: -32000, message: 'AI Gateway answered 401: Invalid API key. Set a valid key', data: { kind: 'auth', status: 401, retryAfter: null } });
+  const auth = fromRpcError({
+    code: -32000,
+    message: 'AI Gateway answered 401: Invalid API key. Set a valid key',
+    data: { kind: 'auth', status: 401, retryAfter: null },
+  });
   assert.equal(auth.kind, 'auth');
-  assert.equal(auth.action, 'Manage API Key');
+  assert.deepEqual(auth.action, { title: 'Manage API Key', command: 'vercelAiGateway.manage' });
   assert.match(auth.message, /401/);
   const other = fromRpcError({ code: -32000, message: 'busy', data: { kind: 'rate_limited', status: 429, retryAfter: 3 } });
-  assert.equal(other.action, 'Show Logs');
+  assert.equal(other.action, SHOW_LOGS);
+  const unknown = fromRpcError({ code: -32000, message: 'odd', data: { kind: 'brand_new', status: null, retryAfter: null } });
+  assert.equal(unknown.kind, 'internal', 'a kind off the closed list is told as a sidecar bug');
   const crash = fromRpcError(new Error('Connection got disposed.'));
   assert.equal(crash.kind, 'sidecar');
   assert.match(crash.message, /did not answer \(Connection got disposed\.\).* Show Logs/);
   assert.ok(isCancellation({ code: -32800 }));
   assert.ok(!isCancellation({ code: -32000 }));
+});
+
+test('a clicked button runs its command with its arguments; no click runs nothing', async () => {
+  const ran: unknown[][] = [];
+  const registered = ['workbench.action.openSettings', 'vercelAiGateway.showLogs'].map((id) =>
+    stub.commands.registerCommand(id, (...args) => ran.push([id, ...args])),
+  );
+  try {
+    stub.answers.errorButton.push('Choose Interpreter', undefined);
+    showError('No Python', CHOOSE_INTERPRETER, SHOW_LOGS);
+    showError('No Python', CHOOSE_INTERPRETER, SHOW_LOGS);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(ran, [['workbench.action.openSettings', 'vercelAiGateway.pythonPath']]);
+    assert.deepEqual(stub.shownErrors.slice(-1)[0].actions, ['Choose Interpreter', 'Show Logs']);
+  } finally {
+    registered.forEach((r) => r.dispose());
+  }
 });

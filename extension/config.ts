@@ -1,0 +1,49 @@
+// Every id the extension shares with package.json and VS Code, in one place: the settings' names, the
+// command ids, the provider's vendor. package.json declares them; tests/ts/config.test.ts checks
+// that both name the same ones.
+import * as vscode from 'vscode';
+
+export const SECTION = 'vercelAiGateway';
+export const VENDOR = 'vercel-ai-gateway';
+/** vscode-languageclient's id for the sidecar's client (it also names a `.trace.server` setting). */
+export const CLIENT_ID = SECTION;
+/** The key of the API key in VS Code's secret storage. */
+export const SECRET_API_KEY = `${SECTION}.apiKey`;
+export const STATUS_ITEM_ID = `${SECTION}.usage`;
+
+export const COMMANDS = {
+  manage: `${SECTION}.manage`,
+  refreshModels: `${SECTION}.refreshModels`,
+  showLogs: `${SECTION}.showLogs`,
+  restartServer: `${SECTION}.restartServer`,
+} as const;
+
+/** The settings, by their names under SECTION. */
+export const SETTINGS = [
+  'baseUrl',
+  'reasoningEffort',
+  'reasoningEffortByModel',
+  'routing.order',
+  'routing.only',
+  'routing.fallbackModels',
+  'outputReservation',
+  'maxOutputTokens',
+  'thinking',
+  'pythonPath',
+  'logLevel',
+  'connectTimeout',
+  'idleTimeout',
+  'requestTimeout',
+  'maxRetries',
+] as const;
+export type Setting = (typeof SETTINGS)[number];
+
+/** The full id of a setting, as the Settings editor and `affectsConfiguration` name it. */
+export function settingId(name: Setting): string {
+  return `${SECTION}.${name}`;
+}
+
+/** A setting's value now (VS Code's default when unset). VS Code does not check its type. */
+export function setting<T>(name: Setting): T | undefined {
+  return vscode.workspace.getConfiguration(SECTION).get<T>(name);
+}

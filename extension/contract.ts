@@ -1,0 +1,231 @@
+// GENERATED FILE, DO NOT EDIT: run `make contract` after changing a model of the RPC seam.
+// Source: server/gateway_lm/contract.py (the pydantic models and TypedDicts the sidecar reads and
+// writes), through scripts/gen-contract.mjs and json-schema-to-typescript.
+
+export type StreamPart = TextPart | ThinkingPart | ToolCallPart | UsagePart | FinishPart;
+export type ErrorKind =
+  'auth' | 'forbidden' | 'not_found' | 'rate_limited' | 'context_overflow' | 'bad_request' | 'upstream' | 'network' | 'timeout' | 'protocol' | 'internal';
+
+export interface RpcContract {
+  methods: RpcMethods;
+  notifications: RpcNotifications;
+  errorData: ErrorData;
+  initializationOptions: ConfigureParams;
+}
+export interface RpcMethods {
+  'gateway/models': {
+    params: ModelsParams;
+    result: ModelsResult;
+  };
+  'gateway/chat': {
+    params: ChatParams;
+    result: ChatResult;
+  };
+  'gateway/countTokens': {
+    params: CountParams;
+    result: CountResult;
+  };
+  'gateway/configure': {
+    params: ConfigureParams;
+    result: ConfigureResult;
+  };
+}
+export interface ModelsParams {
+  apiKey?: string | null;
+}
+export interface ModelsResult {
+  models: ModelEntry[];
+}
+/**
+ * One model of `gateway/models`: the catalogue's fields and what the picker shows of it.
+ */
+export interface ModelEntry {
+  id: string;
+  name: string;
+  family: string;
+  version: string;
+  contextWindow: number;
+  maxInputTokens: number;
+  maxOutputTokens: number;
+  capabilities: Capabilities;
+  reasoning: boolean;
+  pricing: Pricing;
+  tags: string[];
+  ownedBy: string;
+  description: string;
+  tooltip: string;
+  detail: string;
+}
+export interface Capabilities {
+  toolCalling: boolean;
+  imageInput: boolean;
+}
+/**
+ * USD per million tokens; None where the gateway gives no price.
+ */
+export interface Pricing {
+  input: number | null;
+  output: number | null;
+  cacheRead: number | null;
+  cacheWrite: number | null;
+}
+export interface ChatParams {
+  model: string;
+  messages: MessageIn[];
+  tools?: ToolIn[];
+  toolMode?: number;
+  modelOptions?: {
+    [k: string]: unknown;
+  };
+  requestId: string | number;
+  apiKey?: string | null;
+}
+export interface MessageIn {
+  role: number;
+  name?: string | null;
+  content?: (TextIn | ToolCallIn | ToolResultIn | DataIn | ThinkingIn)[];
+}
+export interface TextIn {
+  type: 'text';
+  value: string;
+}
+export interface ToolCallIn {
+  type: 'toolCall';
+  callId: string;
+  name: string;
+  input?: unknown;
+}
+export interface ToolResultIn {
+  type: 'toolResult';
+  callId: string;
+  content?: (TextIn | DataIn | ThinkingIn | ToolCallIn)[];
+}
+export interface DataIn {
+  type: 'data';
+  mimeType: string;
+  data: string;
+}
+export interface ThinkingIn {
+  type: 'thinking';
+  value?: string | string[];
+  id?: string | null;
+}
+export interface ToolIn {
+  name: string;
+  description?: string;
+  inputSchema?: {
+    [k: string]: unknown;
+  } | null;
+}
+export interface ChatResult {
+  usage: UsagePart | null;
+  finishReason: ('stop' | 'length' | 'toolCalls' | 'contentFilter' | 'refusal') | null;
+  responseId: string | null;
+}
+export interface UsagePart {
+  type: 'usage';
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+}
+export interface CountParams {
+  model: string;
+  texts: (string | MessageIn)[];
+}
+export interface CountResult {
+  counts: number[];
+}
+export interface ConfigureParams {
+  settings?: Settings;
+  baseUrl?: string | null;
+}
+/**
+ * User settings that shape requests and transport. Names match the extension's settings
+ * (SETTING_NAMES maps the few that differ). Each is validated on its own: `updated_settings`.
+ */
+export interface Settings {
+  baseUrl?: string;
+  reasoningEffort?: string | null;
+  reasoningEffortByModel?: {
+    [k: string]: string;
+  };
+  gatewayOrder?: string[];
+  gatewayOnly?: string[];
+  gatewayModels?: string[];
+  maxOutputTokens?: number | null;
+  outputReservation?: number;
+  promptCacheKey?: string | null;
+  connectTimeout?: number;
+  idleTimeout?: number;
+  requestTimeout?: number;
+  maxRetries?: number;
+  caBundle?: string | null;
+  logLevel?: string;
+  stateDir?: string | null;
+}
+export interface ConfigureResult {
+  ok: true;
+}
+export interface RpcNotifications {
+  'gateway/parts': PartsNotification;
+  'gateway/calibration': Calibration;
+}
+export interface PartsNotification {
+  requestId: string | number;
+  parts: StreamPart[];
+}
+export interface TextPart {
+  type: 'text';
+  value: string;
+}
+export interface ThinkingPart {
+  type: 'thinking';
+  value: string;
+  id: string | null;
+}
+export interface ToolCallPart {
+  type: 'toolCall';
+  callId: string;
+  name: string;
+  input: {
+    [k: string]: unknown;
+  };
+}
+export interface FinishPart {
+  type: 'finish';
+  reason: 'stop' | 'length' | 'toolCalls' | 'contentFilter' | 'refusal';
+  responseId: string | null;
+}
+/**
+ * The factor the sidecar learned for a model's counts (rfcs/0004-token-accounting.md).
+ */
+export interface Calibration {
+  model: string;
+  factor: number;
+}
+/**
+ * The `data` of every JSON-RPC error the sidecar answers (rfcs/0003-rpc-contract.md).
+ */
+export interface ErrorData {
+  kind: ErrorKind;
+  status: number | null;
+  retryAfter: number | null;
+  settings?: string[];
+}
+
+/** Every ErrorKind, for checking a kind read off the wire. */
+export const ERROR_KINDS: readonly ErrorKind[] = [
+  'auth',
+  'forbidden',
+  'not_found',
+  'rate_limited',
+  'context_overflow',
+  'bad_request',
+  'upstream',
+  'network',
+  'timeout',
+  'protocol',
+  'internal',
+];

@@ -1,0 +1,29 @@
+// Writes extension/contract.ts, the extension's types of the RPC seam, from the sidecar's models:
+// `python -m gateway_lm.contract` prints them as one JSON Schema, json-schema-to-typescript turns
+// that into TypeScript. `node scripts/gen-contract.mjs [OUT]` (default extension/contract.ts);
+// PYTHON names the interpreter (default .venv/bin/python). Run by `make contract`; `make lint`
+// generates to a temporary file and compares.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { compile } from 'json-schema-to-typescript';
+import * as prettier from 'prettier';
+
+const TARGET = 'extension/contract.ts';
+const out = process.argv[2] ?? TARGET;
+const python = process.env.PYTHON ?? '.venv/bin/python';
+
+const HEADER = `// GENERATED FILE, DO NOT EDIT: run \`make contract\` after changing a model of the RPC seam.
+// Source: server/gateway_lm/contract.py (the pydantic models and TypedDicts the sidecar reads and
+// writes), through scripts/gen-contract.mjs and json-schema-to-typescript.`;
+
+const schema = JSON.parse(execFileSync(python, ['-m', 'gateway_lm.contract'], { encoding: 'utf8' }));
+const types = await compile(schema, 'RpcContract', {
+  bannerComment: HEADER,
+  format: false,
+  unreachableDefinitions: false,
+});
+// The one runtime value: the extension checks a kind against the closed list before trusting it.
+const kinds = schema.$defs.ErrorKind.enum;
+const runtime = `\n/** Every ErrorKind, for checking a kind read off the wire. */\nexport const ERROR_KINDS: readonly ErrorKind[] = ${JSON.stringify(kinds)};\n`;
+const options = { ...(await prettier.resolveConfig(TARGET)), filepath: TARGET };
+writeFileSync(out, await prettier.format(types + runtime, options));

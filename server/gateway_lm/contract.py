@@ -1,0 +1,179 @@
+"""The RPC contract between the extension and the sidecar, in one place (rfcs/0003-rpc-contract.md).
+
+Each shape is a pydantic model or a TypedDict where the code that reads or builds it lives
+(protocol.py, params.py, models.py, picker.py, errors.py); this module names them per method, adds
+the few that were plain dicts, and prints them as one JSON Schema: `python -m gateway_lm.contract`.
+scripts/gen-contract.mjs turns that into extension/contract.ts (`make contract`; `make lint` checks
+that the committed file is up to date), so the extension's types of the seam are never written by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic_core import core_schema
+from typing_extensions import TypeAliasType, TypedDict
+
+from .errors import ErrorData
+from .params import ChatParams, ConfigureParams, CountParams
+from .picker import ModelEntry
+from .protocol import FinishReason, PartOut, Settings, UsagePart
+
+# ---- shapes that were plain dicts ----
+
+
+class ModelsParams(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    apiKey: str | None = None
+
+
+class ModelsResult(TypedDict):
+    models: list[ModelEntry]
+
+
+class ChatResult(TypedDict):
+    usage: UsagePart | None
+    finishReason: FinishReason | None
+    responseId: str | None
+
+
+class CountResult(TypedDict):
+    counts: list[int]  # one per text, in order
+
+
+class ConfigureResult(TypedDict):
+    ok: Literal[True]
+
+
+StreamPart = TypeAliasType("StreamPart", PartOut)
+
+
+class PartsNotification(TypedDict):
+    requestId: str | int
+    parts: list[StreamPart]
+
+
+class Calibration(TypedDict):
+    """The factor the sidecar learned for a model's counts (rfcs/0004-token-accounting.md)."""
+
+    model: str
+    factor: float
+
+
+# ---- the contract ----
+
+# Params are what the sidecar reads: a field with a default may be left out. Results and
+# notifications are what it writes: every field is there.
+METHODS: dict[str, tuple[Any, Any]] = {
+    "gateway/models": (ModelsParams, ModelsResult),
+    "gateway/chat": (ChatParams, ChatResult),
+    "gateway/countTokens": (CountParams, CountResult),
+    "gateway/configure": (ConfigureParams, ConfigureResult),
+}
+NOTIFICATIONS: dict[str, Any] = {
+    "gateway/parts": PartsNotification,  # server → client, per chat request
+    "gateway/calibration": Calibration,  # server → client
+}
+# Also in the contract: `data` of every JSON-RPC error, and `initialize`'s options, which carry what
+# `gateway/configure` carries.
+EXTRAS: dict[str, tuple[Any, JsonSchemaMode]] = {
+    "errorData": (ErrorData, "serialization"),
+    "initializationOptions": (ConfigureParams, "validation"),
+}
+
+
+class _ContractSchema(GenerateJsonSchema):
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False  # a title names a type in the generated TypeScript: only models and aliases get one
+
+    def field_is_required(
+        self,
+        field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
+        total: bool,
+    ) -> bool:
+        # model_dump() writes every field, defaults included.
+        if self.mode == "serialization" and field["type"] == "model-field":
+            return not field.get("serialization_exclude")
+        return super().field_is_required(field, total)
+
+
+def _closed(properties: dict[str, JsonSchemaValue]) -> JsonSchemaValue:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def schema() -> JsonSchemaValue:
+    """One JSON Schema: the root `RpcContract` names every method, notification and extra; the
+    shapes are its `$defs`."""
+    inputs: list[tuple[tuple[str, str], JsonSchemaMode, TypeAdapter[Any]]] = []
+    for method, (params, result) in METHODS.items():
+        inputs.append(((method, "params"), "validation", TypeAdapter(params)))
+        inputs.append(((method, "result"), "serialization", TypeAdapter(result)))
+    for method, shape in NOTIFICATIONS.items():
+        inputs.append(((method, "params"), "serialization", TypeAdapter(shape)))
+    for name, (shape, mode) in EXTRAS.items():
+        inputs.append(((name, ""), mode, TypeAdapter(shape)))
+    inputs.append((("Settings", ""), "validation", TypeAdapter(Settings)))
+    refs, top = TypeAdapter.json_schemas(inputs, ref_template="#/$defs/{model}", schema_generator=_ContractSchema)
+    defs: dict[str, JsonSchemaValue] = top.get("$defs", {})
+    split = [name for name in defs if name.endswith(("-Input", "-Output"))]
+    if split:
+        raise ValueError(f"a shape is both read and written with different fields: {split}")
+    # ConfigureParams takes any object, since each setting is validated on its own
+    # (protocol.updated_settings): what is sent is the Settings.
+    defs["ConfigureParams"]["properties"]["settings"] = {"$ref": "#/$defs/Settings"}
+    defs["RpcMethods"] = _closed(
+        {
+            m: _closed(
+                {"params": refs[((m, "params"), "validation")], "result": refs[((m, "result"), "serialization")]}
+            )
+            for m in METHODS
+        }
+    )
+    defs["RpcNotifications"] = _closed({m: refs[((m, "params"), "serialization")] for m in NOTIFICATIONS})
+    contract = {"methods": {"$ref": "#/$defs/RpcMethods"}, "notifications": {"$ref": "#/$defs/RpcNotifications"}}
+    contract.update({name: refs[((name, ""), mode)] for name, (_, mode) in EXTRAS.items()})
+    root = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "RpcContract", **_closed(contract)}
+    return {**root, "$defs": {name: _no_extra_fields(defs[name]) for name in sorted(_reachable(root, defs))}}
+
+
+def _no_extra_fields(node: Any) -> Any:
+    """Objects name all their fields: the sidecar ignores others it reads, and writes no others."""
+    if isinstance(node, list):
+        return [_no_extra_fields(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _no_extra_fields(value) for key, value in node.items()}
+    if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def _reachable(root: JsonSchemaValue, defs: dict[str, JsonSchemaValue]) -> set[str]:
+    """The definitions the root refers to, directly or not (pydantic also keeps those of union members
+    left out of the schema, UnknownIn's)."""
+    seen: set[str] = set()
+    todo: list[Any] = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and (name := ref.removeprefix("#/$defs/")) not in seen:
+                seen.add(name)
+                todo.append(defs[name])
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return seen
+
+
+def main() -> None:
+    json.dump(schema(), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
