@@ -11,7 +11,6 @@ import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
 import { redacting, SidecarConnection } from './sidecar';
 import { UsageStatus } from './status';
 import { readJson, writeJsonAtomic } from './storage';
-import { toolStrings } from './tokens';
 import type { ThinkingMode } from './wire';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -35,7 +34,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
     onUsage: (model, usage) => status.show(model, usage),
     onError: (error) => showError(error.message, error.action),
-    toolStrings: () => toolStrings(vscode.lm.tools),
+    tools: () => vscode.lm.tools,
     log,
   });
   sidecar.onCalibration(({ model, factor }) => {

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { ChatParams, ModelEntry, StreamPart, UsagePart } from './contract';
 import { fromRpcError, GatewayChatError, isCancellation } from './errors';
 import type { Rpc } from './rpc';
-import { TokenCounter } from './tokens';
+import { TokenCounter, ToolInfo, toolStrings } from './tokens';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
 
 export interface ProviderHooks {
@@ -15,7 +15,8 @@ export interface ProviderHooks {
   onUsage(model: ModelEntry | undefined, usage: UsagePart): void;
   onError(error: GatewayChatError): void;
   /** The strings of the tools Copilot will offer (from vscode.lm.tools), counted before it asks. */
-  toolStrings(): string[];
+  /** The tools Copilot will offer (vscode.lm.tools: a new array on every read). */
+  tools(): readonly ToolInfo[];
   log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error'>;
 }
 
@@ -30,6 +31,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   private fetchedAt = 0; // when the catalogue last came back
   private served: ModelEntry[] | undefined; // the list VS Code was last given
   readonly tokens: TokenCounter;
+  private readonly toolsLearned = new Map<string, string>(); // model → names of the tools last counted
 
   constructor(
     private readonly rpc: Rpc,
@@ -138,7 +140,13 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   /** A string we have not counted yet: perhaps the tools changed. One read of vscode.lm.tools per
    * miss, and every tool string not yet known counted in one batch, before Copilot asks for it. */
   private learnTools(model: string): Promise<void> {
-    return this.tokens.prefetch(model, this.hooks.toolStrings()).catch(() => undefined); // one by one still works
+    const tools = this.hooks.tools();
+    const signature = `${tools.length}\u0000${tools.map((t) => t.name).join('\u0000')}`;
+    if (this.toolsLearned.get(model) === signature) return Promise.resolve(); // a string that is no tool's
+    this.toolsLearned.set(model, signature);
+    return this.tokens.prefetch(model, toolStrings(tools)).catch(() => {
+      this.toolsLearned.delete(model); // one by one still works; the next miss tries again
+    });
   }
 }
 

@@ -192,3 +192,14 @@ async def test_a_huge_count_does_not_hold_up_a_chat_and_stops_when_cancelled(sid
         await counting
     assert caught.value.code == -32800
     assert asyncio.get_running_loop().time() - cancelled_at < 0.5, "a cancelled count stops within a piece"
+
+
+async def test_counts_answered_in_place_keep_the_error_contract(sidecar: Sidecar) -> None:
+    # Small counts skip pygls' dispatch (stdio.py): bad params still get -32602 bad_request, and
+    # the next count works.
+    with pytest.raises(JsonRpcException) as caught:
+        await sidecar.request("gateway/countTokens", {"model": "openai/gpt-5", "texts": 5})
+    assert caught.value.code == -32602
+    assert caught.value.data["kind"] == "bad_request"
+    counts = await sidecar.request("gateway/countTokens", {"model": "openai/gpt-5", "texts": ["hello world"] * 3})
+    assert counts == {"counts": [2, 2, 2]}

@@ -58,6 +58,14 @@ class TokenService:
 
     # ---- counting ----
 
+    def count_now(self, model: str, items: list[str | MessageIn]) -> list[int] | None:
+        """The counts at once when the tokenizer is loaded and the batch is small; else None."""
+        if self._load is None or not self._load.done() or self._load.exception() is not None:
+            return None
+        if sum(_size(item) for item in items) > INLINE_CHARS:
+            return None
+        return [_count_item(model, item) for item in items]
+
     async def count(self, model: str, items: list[str | MessageIn]) -> list[int]:
         await self.ready()
         if sum(_size(item) for item in items) <= INLINE_CHARS:

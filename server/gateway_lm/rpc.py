@@ -211,6 +211,12 @@ class Sidecar:
         request = validated(CountParams, params)
         return {"counts": await self.tokens.count(request.model, request.texts)}
 
+    def count_tokens_now(self, params: Any) -> dict[str, Any] | None:
+        """`gateway/countTokens` answered in place (stdio.py) when it can be: most of them."""
+        request = validated(CountParams, params)
+        counts = self.tokens.count_now(request.model, request.texts)
+        return None if counts is None else {"counts": counts}
+
     def configure(self, params: Any) -> dict[str, Any]:
         request = validated(ConfigureParams, params)
         problems = self.apply(request.settings, request.baseUrl)
@@ -270,4 +276,5 @@ async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: Binary
     writer = await stdout_writer(rpc_out)
     server.protocol.set_writer(writer)
     sidecar.outbox.attach(writer)
-    await serve_stdin(reader, server.protocol, server._stop_event)  # framing that survives bad input
+    direct = {"gateway/countTokens": sidecar.count_tokens_now}
+    await serve_stdin(reader, server.protocol, server._stop_event, direct)  # framing that survives bad input

@@ -45,7 +45,7 @@ function picker(cached: ModelEntry[], catalogue: () => ModelEntry[]) {
     saveCache: async (models) => void state.saved.push(models),
     onUsage() {},
     onError() {},
-    toolStrings: () => [],
+    tools: () => [],
     log: { info() {}, warn: (m: string) => void state.warnings.push(m), error() {} },
   });
   provider.onDidChangeLanguageModelChatInformation(() => state.changes++);

@@ -55,7 +55,7 @@ before(async () => {
     saveCache: async () => undefined,
     onUsage: (_model, usage) => usages.push(usage),
     onError: (error) => errors.push(error),
-    toolStrings: () => ['read_file', 'Read a file', 'path'],
+    tools: () => [{ name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }],
     log: { info() {}, warn() {}, error() {} },
   });
 });

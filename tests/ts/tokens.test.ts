@@ -4,7 +4,7 @@ import type * as vscode from 'vscode';
 import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/rpc';
 import * as stub from './vscode-stub';
-import { TokenCounter, toolStrings } from '../../extension/tokens';
+import { TokenCounter, ToolInfo, toolStrings } from '../../extension/tokens';
 import type { MessageIn } from '../../extension/contract';
 
 function countingRpc(): { rpc: Rpc; calls: unknown[] } {
@@ -135,7 +135,7 @@ test('same-length strings that differ only in the middle get their own counts', 
 
 test("Copilot's walk through the provider: vscode.lm.tools is read on a miss only, and the tool strings go in one batch", async () => {
   const { rpc, calls } = countingRpc();
-  const tools = [
+  const tools: ToolInfo[] = [
     { name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { filePath: { type: 'string' } }, required: ['filePath'] } },
   ];
   let reads = 0;
@@ -147,7 +147,7 @@ test("Copilot's walk through the provider: vscode.lm.tools is read on a miss onl
     saveCache: async () => undefined,
     onUsage() {},
     onError() {},
-    toolStrings: () => (reads++, toolStrings(tools)),
+    tools: () => (reads++, tools),
     log: { info() {}, warn() {}, error() {} },
   });
   const model = { id: 'm' } as vscode.LanguageModelChatInformation;
@@ -164,4 +164,15 @@ test("Copilot's walk through the provider: vscode.lm.tools is read on a miss onl
   assert.equal(reads, 1, 'known strings never read vscode.lm.tools');
   assert.equal(await provider.provideTokenCount(model, 'a new string', token), 12);
   assert.equal(reads, 2, 'a miss looks for new tools again');
+  assert.equal(calls.length, 2, 'the same tools are not walked again: only the string is asked');
+  tools.push({
+    name: 'write_file',
+    description: 'Write a file',
+    inputSchema: { type: 'object', properties: { content: { type: 'string' } }, required: ['content'] },
+  });
+  await provider.provideTokenCount(model, 'write_file', token);
+  assert.equal(calls.length, 3, 'a new tool: its strings in one batch');
+  const before = calls.length;
+  for (const s of toolStrings(tools)) await provider.provideTokenCount(model, s, token);
+  assert.equal(calls.length, before, 'then every string of it is known');
 });
