@@ -225,6 +225,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("connection", "close")
         self.end_headers()
         self.close_connection = True
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each event leaves when written
         self.wfile = ChunkedWriter(self.wfile)  # type: ignore[assignment]
 
     def _send(self, entry: dict[str, Any], events: list[dict[str, Any]], gap: float = 0.0) -> bool:
