@@ -196,3 +196,51 @@ def test_a_mixed_agent_history_validates() -> None:
         messages.append(msg(1, {"type": "toolResult", "callId": f"c{n}", "content": [text("r")]}))
     body = body_for(messages, tools=[{"name": "t", "description": "", "inputSchema": {"type": "object"}}])
     assert_valid(body)
+
+
+COMPACT_NOW = "The conversation has grown too large for the context window and must be compacted now.\n\nYour task…"
+AGENT_TOOLS = [{"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object"}}]
+AGENT_SYSTEM = msg(3, text("You are an expert AI programming assistant, working with a user in the VS Code editor."))
+HISTORY = [
+    msg(1, text("Fix the build")),
+    msg(2, {"type": "toolCall", "callId": "c1", "name": "read_file", "input": {}}),
+]
+HISTORY.append(msg(1, {"type": "toolResult", "callId": "c1", "content": [text("contents")]}))
+
+
+@pytest.mark.parametrize(
+    ("form", "messages"),
+    [
+        # Copilot's three compaction requests (its SummarizedConversationHistory prompts): the simple
+        # form, the full form (`/compact`), and the background form, which keeps the agent's
+        # system prompt and every tool.
+        ("simple", [*HISTORY, msg(1, text("Summarize the conversation history so far, paying special attention"))]),
+        (
+            "full",
+            [
+                msg(3, text("Your task is to create a comprehensive, detailed summary of the entire conversation")),
+                *HISTORY,
+            ],
+        ),
+        (
+            "background",
+            [
+                AGENT_SYSTEM,
+                *HISTORY,
+                msg(
+                    1,
+                    text(COMPACT_NOW),
+                ),
+            ],
+        ),
+    ],
+)
+def test_every_compaction_request_keeps_its_tools_but_may_not_call_them(form: str, messages: list[Any]) -> None:
+    body = body_for(messages, tools=AGENT_TOOLS)
+    assert body["tool_choice"] == "none", form
+    assert [t["name"] for t in body["tools"]] == ["read_file"]
+
+
+def test_an_ordinary_agent_turn_may_call_tools() -> None:
+    body = body_for([AGENT_SYSTEM, *HISTORY, msg(1, text("Now summarise what you changed"))], tools=AGENT_TOOLS)
+    assert body["tool_choice"] == "auto"

@@ -31,9 +31,14 @@ from .toolnames import ToolNameMap
 
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."
 EMPTY_OUTPUT = "(the tool returned no output)"
-# Copilot's conversation-compaction request: its system prompt and its last user message.
+# Copilot's conversation-compaction requests: the full form's system prompt, and how the last user
+# message of the simple form and of the background ("inline") form begins. The background form keeps
+# the agent's system prompt and every tool.
 SUMMARY_SYSTEM_MARKER = "create a comprehensive, detailed summary"
-SUMMARY_USER_MARKER = "summarize the conversation history"
+SUMMARY_USER_MARKERS = (
+    "summarize the conversation history",
+    "the conversation has grown too large for the context window and must be compacted now",
+)
 _TEXT_DATA_TYPES = ("text/", "application/json")
 
 Item = dict[str, Any]
@@ -100,7 +105,7 @@ def is_summarisation_turn(messages: list[MessageIn]) -> bool:
     if any(m.role == ROLE_SYSTEM and SUMMARY_SYSTEM_MARKER in _joined_text(m).lower() for m in messages):
         return True
     last_user = next((m for m in reversed(messages) if m.role not in (ROLE_SYSTEM, ROLE_ASSISTANT)), None)
-    return last_user is not None and _joined_text(last_user).lstrip().lower().startswith(SUMMARY_USER_MARKER)
+    return last_user is not None and _joined_text(last_user).lstrip().lower().startswith(SUMMARY_USER_MARKERS)
 
 
 def collect_instructions(messages: list[MessageIn]) -> str:
