@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .adapt import StreamAdapter
+from .adapt import adapt_stream
 from .client import GatewayClient
 from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
@@ -102,12 +102,11 @@ async def run_chat(args: argparse.Namespace, out: Output) -> None:
 
 def run_replay(args: argparse.Namespace, out: Output) -> None:
     body = Path(args.file).read_bytes()
-    adapter = StreamAdapter()
-    for event in events_from_recording(body):
-        out.parts(adapter.feed(event))
-        if adapter.done:
-            return
-    out.parts(adapter.end())
+    parts: list[PartOut] = []
+    try:
+        adapt_stream(events_from_recording(body), parts)
+    finally:
+        out.parts(parts)  # what the stream said before failing is still shown
 
 
 async def run_models(args: argparse.Namespace, out: Output) -> None:
