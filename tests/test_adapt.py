@@ -1,4 +1,4 @@
-"""The stream state machine against the pitfalls seen in real streams (notes: openresponses.md)."""
+"""The stream state machine against the pitfalls seen in real streams (rfcs/0002-stream-state-machine.md)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .models import catalogue
 from .pipeline import stream_chat
-from .protocol import ChatRequest, ErrorPart, PartOut, Settings, updated_settings
+from .protocol import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut, Settings, updated_settings
 from .replay import events_from_recording
 
 DEFAULT_MODEL = "openai/gpt-5-mini"
@@ -89,8 +89,8 @@ async def run_chat(args: argparse.Namespace, out: Output) -> None:
     settings = settings_from(args)
     messages: list[dict[str, Any]] = []
     if args.system:
-        messages.append({"role": 3, "content": [{"type": "text", "value": args.system}]})
-    messages.append({"role": 1, "content": [{"type": "text", "value": args.prompt}]})
+        messages.append({"role": ROLE_SYSTEM, "content": [{"type": "text", "value": args.system}]})
+    messages.append({"role": ROLE_USER, "content": [{"type": "text", "value": args.prompt}]})
     request = ChatRequest.model_validate({"model": args.model, "messages": messages})
     client = GatewayClient(settings)
     try:
