@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,11 @@ RELIABILITY_ROWS: list[tuple[str, str, str, bool]] = []
 def record(scenario: str, expected: str, observed: str, ok: bool) -> None:
     RELIABILITY_ROWS.append((scenario, expected, observed, ok))
     assert ok, f"{scenario}: expected {expected}, observed {observed}"
+
+
+def text_of(parts: Iterable[Mapping[str, Any]]) -> str:
+    """The answer's text: the values of its text parts, joined."""
+    return "".join(p["value"] for p in parts if p["type"] == "text")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

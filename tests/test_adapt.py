@@ -1,4 +1,4 @@
-"""The stream state machine against the pitfalls seen in real streams (notes: openresponses.md)."""
+"""The stream state machine against the pitfalls seen in real streams (rfcs/0002-stream-state-machine.md)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from gateway_lm.adapt import StreamAdapter
+from gateway_lm.adapt import StreamAdapter, adapt_stream
 from gateway_lm.arguments import INVALID_KEY
 from gateway_lm.errors import GatewayError
+from gateway_lm.protocol import PartOut
 from gateway_lm.toolnames import ToolNameMap
 
 COMPLETED = {
@@ -18,12 +19,9 @@ COMPLETED = {
 }
 
 
-def run(events: list[dict[str, Any]], names: ToolNameMap | None = None) -> list[dict[str, Any]]:
-    adapter = StreamAdapter(names)
-    parts: list[dict[str, Any]] = []
-    for event in events:
-        parts.extend(adapter.feed(event))
-    parts.extend(adapter.end())
+def run(events: list[dict[str, Any]], names: ToolNameMap | None = None) -> list[PartOut]:
+    parts: list[PartOut] = []
+    adapt_stream(events, parts, names)
     return parts
 
 

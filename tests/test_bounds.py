@@ -13,9 +13,9 @@ import pytest
 import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
+from conftest import record, text_of
 from fake_gateway import FakeServer
 from sidecar_client import Sidecar
-from test_reliability import record
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 DEFAULTS = {"idleTimeout": 120, "requestTimeout": 900, "maxRetries": 2, "connectTimeout": 10}
@@ -67,10 +67,6 @@ async def chat(side: Sidecar, scenario: str, **settings: Any) -> tuple[Any, list
 
 def kind_of(result: Any) -> str:
     return str(result.data["kind"]) if isinstance(result, JsonRpcException) else "no error"
-
-
-def text_of(parts: list[dict[str, Any]]) -> str:
-    return "".join(p["value"] for p in parts if p["type"] == "text")
 
 
 def peak_mib(side: Sidecar, reset: bool = False) -> float:

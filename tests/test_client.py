@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from conftest import text_of
 from fake_gateway import FakeServer
 from gateway_lm.client import MAX_REPORTED_RETRY_AFTER, GatewayClient, parse_retry_after
 from gateway_lm.errors import GatewayError
@@ -39,10 +40,6 @@ async def chat(
     finally:
         await client.aclose()
     return parts, outcome
-
-
-def text_of(parts: list[dict[str, Any]]) -> str:
-    return "".join(p["value"] for p in parts if p["type"] == "text")
 
 
 async def failure(settings: Settings, model: str) -> tuple[GatewayError, list[dict[str, Any]]]:

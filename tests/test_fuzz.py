@@ -17,8 +17,10 @@ from httpx_sse import EventSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway_lm.adapt import StreamAdapter
+from conftest import text_of
+from gateway_lm.adapt import adapt_stream
 from gateway_lm.errors import GatewayError
+from gateway_lm.protocol import PartOut
 from gateway_lm.replay import events_from_recording
 from gateway_lm.sse import SSEFramer, parse_event
 
@@ -69,22 +71,13 @@ def mutated_streams(draw: st.DrawFn) -> tuple[list[Any], list[Any], list[str]]:
     return original, events, ops
 
 
-def run(events: list[Any]) -> tuple[list[dict[str, Any]], bool]:
-    adapter = StreamAdapter()
-    parts: list[dict[str, Any]] = []
+def run(events: list[Any]) -> tuple[list[PartOut], bool]:
+    parts: list[PartOut] = []
     try:
-        for event in events:
-            parts.extend(adapter.feed(event))
-            if adapter.done:
-                break
-        parts.extend(adapter.end())
+        adapt_stream(events, parts)
     except GatewayError:
         return parts, False
     return parts, True
-
-
-def text_of(parts: list[dict[str, Any]]) -> str:
-    return "".join(p["value"] for p in parts if p["type"] == "text")
 
 
 def completed_call_ids(events: list[Any]) -> set[str]:

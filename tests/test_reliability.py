@@ -17,17 +17,12 @@ import pytest
 import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
-from conftest import RELIABILITY_ROWS
+from conftest import record, text_of
 from fake_gateway import FakeServer
 from gateway_lm.tokens import count_text
 from sidecar_client import Sidecar
 
 SECRET = "sk-reliability-canary-7f3a9c2e41d8"
-
-
-def record(scenario: str, expected: str, observed: str, ok: bool) -> None:
-    RELIABILITY_ROWS.append((scenario, expected, observed, ok))
-    assert ok, f"{scenario}: expected {expected}, observed {observed}"
 
 
 @pytest.fixture(scope="module")
@@ -67,45 +62,57 @@ async def chat(
     return result, side.parts.get(rid, [])
 
 
-def text_of(parts: list[dict[str, Any]]) -> str:
-    return "".join(p["value"] for p in parts if p["type"] == "text")
-
-
 async def still_serving(side: Sidecar) -> bool:
     result, parts = await chat(side, "[scenario:text] ok?")
     return isinstance(result, dict) and text_of(parts) == "Hello from the fake gateway."
 
 
-GATEWAY_ERRORS = [
-    ("error-400", "bad_request", "tools.0.name", 1),
-    ("error-401", "auth", "Manage API Key", 1),
-    ("error-403", "forbidden", "Free tier", 1),
-    ("error-404", "not_found", "refresh the model list", 1),
-    ("error-424", "upstream", "Provider failed", 1),
-    ("flaky-429-9", "rate_limited", "Wait a moment", 3),
-    ("ratelimit-noheader", "rate_limited", "Wait a moment", 3),
-    ("error-500", "upstream", "Internal error", 3),
-    ("error-502", "upstream", "502 Bad Gateway", 3),
-    ("error-503", "upstream", "Service unavailable", 3),
-    ("error-504", "upstream", "504 Gateway Time-out", 3),
-    ("failed", "upstream", "overloaded", 1),
+GATEWAY_ERRORS = [  # scenario, kind, words in the message, attempts, the status in `data`
+    ("error-400", "bad_request", "tools.0.name", 1, 400),
+    ("error-401", "auth", "Manage API Key", 1, 401),
+    ("error-403", "forbidden", "Free tier", 1, 403),
+    ("error-404", "not_found", "refresh the model list", 1, 404),
+    ("error-413", "context_overflow", "too long", 1, 413),
+    ("error-424", "upstream", "Provider failed", 1, 424),
+    ("flaky-429-9", "rate_limited", "Wait a moment", 3, 429),
+    ("ratelimit-noheader", "rate_limited", "Wait a moment", 3, 429),
+    ("error-500", "upstream", "Internal error", 3, 500),
+    ("error-502", "upstream", "502 Bad Gateway", 3, 502),
+    ("error-503", "upstream", "Service unavailable", 3, 503),
+    ("error-504", "upstream", "504 Gateway Time-out", 3, 504),
+    ("failed", "upstream", "overloaded", 1, None),
 ]
 
 
-@pytest.mark.parametrize(("scenario", "kind", "words", "attempts"), GATEWAY_ERRORS)
+@pytest.mark.parametrize(("scenario", "kind", "words", "attempts", "status"), GATEWAY_ERRORS)
 async def test_gateway_errors(
-    side: Sidecar, module_gateway: FakeServer, scenario: str, kind: str, words: str, attempts: int
+    side: Sidecar, module_gateway: FakeServer, scenario: str, kind: str, words: str, attempts: int, status: int | None
 ) -> None:
     before = len(module_gateway.gateway.requests)
     result, parts = await chat(side, f"[scenario:{scenario}] hi")
     sent = len(module_gateway.gateway.requests) - before
-    observed_kind = result.data["kind"] if isinstance(result, JsonRpcException) else "no error"
-    message = result.message if isinstance(result, JsonRpcException) else ""
-    ok = observed_kind == kind and words in message and sent == attempts and "<html" not in message.lower()
+    error = result if isinstance(result, JsonRpcException) else JsonRpcException("no error", 0, {})
+    data = error.data if isinstance(error.data, dict) else {}
+    observed_kind = data.get("kind", "no error")
+    ok = (
+        error.code == -32000
+        and observed_kind == kind
+        and data.get("status") == status
+        and set(data) == {"kind", "status", "retryAfter"}
+        and words in error.message
+        and sent == attempts
+        and "<html" not in error.message.lower()
+        and "Traceback" not in error.message
+    )
     if scenario == "failed":
         ok = ok and text_of(parts) == "Partial"  # shown text stays shown, and is not retried
     ok = ok and await still_serving(side)
-    record(f"HTTP {scenario}", f"{kind}, '{words}', {attempts} attempt(s)", f"{observed_kind}, {sent} attempt(s)", ok)
+    record(
+        f"HTTP {scenario}",
+        f"{kind} (status {status}), '{words}', {attempts} attempt(s)",
+        f"{observed_kind} (status {data.get('status')}), {sent} attempt(s)",
+        ok,
+    )
 
 
 async def test_incomplete_is_a_length_finish(side: Sidecar) -> None:
@@ -188,7 +195,7 @@ async def test_cancellation_closes_upstream_within_200ms(side: Sidecar, module_g
         await asyncio.sleep(0.002)
     cancelled = time.time()
     side.cancel(msg_id)
-    with pytest.raises(JsonRpcException):
+    with pytest.raises(JsonRpcException) as caught:
         await future
     answered = asyncio.get_running_loop().time()
     entry = module_gateway.gateway.requests[-1]
@@ -198,11 +205,11 @@ async def test_cancellation_closes_upstream_within_200ms(side: Sidecar, module_g
     closed_ms = (entry.get("client_closed_at", float("inf")) - cancelled) * 1000
     await asyncio.sleep(0.2)
     late = [t for t in side.part_arrivals[rid] if t > answered]
-    ok = closed_ms < 200 and not late and await still_serving(side)
+    ok = caught.value.code == -32800 and closed_ms < 200 and not late and await still_serving(side)
     record(
         "cancel mid-stream",
-        "upstream closed < 200 ms, no part after",
-        f"{closed_ms:.0f} ms, {len(late)} late parts",
+        "-32800, upstream closed < 200 ms, no part after",
+        f"{caught.value.code}, {closed_ms:.0f} ms, {len(late)} late parts",
         ok,
     )
 
@@ -227,6 +234,8 @@ async def test_eight_chats_and_token_counts_at_once(side: Sidecar) -> None:
     ("label", "params"),
     [
         ("missing params", None),
+        ("no fields", {}),
+        ("requestId only", {"requestId": "b"}),
         ("params not an object", [1, 2, 3]),
         ("messages not a list", {"requestId": "b", "model": "m", "messages": 7}),
         ("role is a string", {"requestId": "b", "model": "m", "messages": [{"role": "user", "content": []}]}),
@@ -257,7 +266,13 @@ async def test_odd_but_valid_input_makes_a_sensible_request(side: Sidecar, modul
     result = await side.request("gateway/chat", {"requestId": "odd", "model": "fake/text", "messages": messages})
     body = module_gateway.gateway.requests[-1]["body"]
     output = next(i for i in body["input"] if i["type"] == "function_call_output")
-    ok = result["finishReason"] == "stop" and len(output["output"]) == len(huge) and len(body["input"]) == 3
+    odd = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "odd role"}]}
+    ok = (
+        result["finishReason"] == "stop"
+        and body["input"][0] == odd  # the unknown role as a user's, the unknown part left out
+        and len(output["output"]) == len(huge)
+        and len(body["input"]) == 3  # the empty message left out
+    )
     record(
         "unknown role/part, 10 MB tool result, empty message",
         "a sensible request",

@@ -14,23 +14,19 @@ from typing import Any
 
 import pytest
 
-from gateway_lm.adapt import StreamAdapter
+from gateway_lm.adapt import adapt_stream
 from gateway_lm.errors import GatewayError
+from gateway_lm.protocol import PartOut
 from gateway_lm.replay import events_from_recording
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "expected-parts.json").read_text(encoding="utf-8"))
 
 
-def replay(path: Path) -> tuple[list[dict[str, Any]], str | None]:
-    adapter = StreamAdapter()
-    parts: list[dict[str, Any]] = []
+def replay(path: Path) -> tuple[list[PartOut], str | None]:
+    parts: list[PartOut] = []
     try:
-        for event in events_from_recording(path.read_bytes()):
-            parts.extend(adapter.feed(event))
-            if adapter.done:
-                break
-        parts.extend(adapter.end())
+        adapt_stream(events_from_recording(path.read_bytes()), parts)
     except GatewayError as error:
         return parts, error.kind
     return parts, None

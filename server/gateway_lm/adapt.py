@@ -11,7 +11,7 @@ See rfcs/0002-stream-state-machine.md. In short:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import GatewayError, error_from_stream, with_advice
@@ -81,6 +81,14 @@ class StreamAdapter:
         if handler is None:
             return []
         return handler(event)
+
+    def feed_until_done(self, events: Iterable[Any], out: list[PartOut]) -> None:
+        """Feeds events in order until the response is done (later ones would change nothing),
+        adding their parts to `out` as they come: what came before a GatewayError stays there."""
+        for event in events:
+            out.extend(self.feed(event))
+            if self.done:
+                return
 
     def end(self) -> list[PartOut]:
         """The stream closed. Without a terminal event that is an error, after what was shown."""
@@ -241,3 +249,12 @@ class StreamAdapter:
         if self._refused:
             return "refusal"
         return "stop"
+
+
+def adapt_stream(events: Iterable[Any], out: list[PartOut], names: ToolNameMap | None = None) -> StreamAdapter:
+    """A whole recorded stream: its events until the response is done, then its end (a GatewayError
+    when it never finished); the parts go to `out`, which keeps those shown before a failure."""
+    adapter = StreamAdapter(names)
+    adapter.feed_until_done(events, out)
+    out.extend(adapter.end())
+    return adapter

@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .adapt import StreamAdapter
+from .adapt import adapt_stream
 from .client import GatewayClient
 from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .models import catalogue
 from .pipeline import stream_chat
-from .protocol import ChatRequest, ErrorPart, PartOut, Settings, updated_settings
+from .protocol import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut, Settings, updated_settings
 from .replay import events_from_recording
 
 DEFAULT_MODEL = "openai/gpt-5-mini"
@@ -89,8 +89,8 @@ async def run_chat(args: argparse.Namespace, out: Output) -> None:
     settings = settings_from(args)
     messages: list[dict[str, Any]] = []
     if args.system:
-        messages.append({"role": 3, "content": [{"type": "text", "value": args.system}]})
-    messages.append({"role": 1, "content": [{"type": "text", "value": args.prompt}]})
+        messages.append({"role": ROLE_SYSTEM, "content": [{"type": "text", "value": args.system}]})
+    messages.append({"role": ROLE_USER, "content": [{"type": "text", "value": args.prompt}]})
     request = ChatRequest.model_validate({"model": args.model, "messages": messages})
     client = GatewayClient(settings)
     try:
@@ -102,12 +102,11 @@ async def run_chat(args: argparse.Namespace, out: Output) -> None:
 
 def run_replay(args: argparse.Namespace, out: Output) -> None:
     body = Path(args.file).read_bytes()
-    adapter = StreamAdapter()
-    for event in events_from_recording(body):
-        out.parts(adapter.feed(event))
-        if adapter.done:
-            return
-    out.parts(adapter.end())
+    parts: list[PartOut] = []
+    try:
+        adapt_stream(events_from_recording(body), parts)
+    finally:
+        out.parts(parts)  # what the stream said before failing is still shown
 
 
 async def run_models(args: argparse.Namespace, out: Output) -> None:

@@ -78,7 +78,7 @@ def parse_retry_after(value: str | None) -> float | None:
 class GatewayClient:
     """One pooled connection set, shared by every request of a sidecar or CLI run."""
 
-    def __init__(self, settings: Settings, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         timeout = httpx.Timeout(
             connect=settings.connectTimeout,
@@ -89,10 +89,8 @@ class GatewayClient:
         verify = _verify(settings)
         # Mounted for every URL rather than passed as `transport=`, which would turn off the proxies
         # httpx takes from the environment (their more specific mounts win, and go through httpx).
-        mounts = {} if transport else {"all://": AiohttpTransport(verify)}
-        self._http = httpx.AsyncClient(
-            timeout=timeout, limits=LIMITS, verify=verify, transport=transport, mounts=mounts, trust_env=True
-        )
+        mounts = {"all://": AiohttpTransport(verify)}
+        self._http = httpx.AsyncClient(timeout=timeout, limits=LIMITS, verify=verify, mounts=mounts, trust_env=True)
 
     @property
     def base_url(self) -> str:

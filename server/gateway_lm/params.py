@@ -6,20 +6,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TypeVar
 
 import cattrs
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
-from .errors import GatewayError
+from .errors import ErrorData, GatewayError
 from .protocol import ChatRequest, MessageIn, describe_problems
 
 log = logging.getLogger("gateway_lm.rpc")
 GATEWAY_ERROR = -32000
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
+Handler = Callable[[object], Awaitable[R]]  # the request's params, plain JSON, in; its result out
 
 
 def plain_params_converter() -> cattrs.Converter:
@@ -45,43 +48,37 @@ class CountParams(BaseModel):
 
 class ConfigureParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    settings: dict[str, Any] = {}
+    settings: dict[str, object] = {}
     baseUrl: str | None = None
 
 
-def validated(model: type[Any], params: Any) -> Any:
+def validated(model: type[M], params: object) -> M:
     try:
         return model.model_validate(params if params is not None else {})
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in error.errors()[:5]
         )
-        raise JsonRpcException(
-            message=f"Invalid parameters: {problems}",
-            code=INVALID_PARAMS,
-            data={"kind": "bad_request", "status": None, "retryAfter": None},
-        ) from None
+        data: ErrorData = {"kind": "bad_request", "status": None, "retryAfter": None}
+        raise JsonRpcException(message=f"Invalid parameters: {problems}", code=INVALID_PARAMS, data=data) from None
 
 
 def invalid_settings(problems: dict[str, str]) -> JsonRpcException:
-    return JsonRpcException(
-        message=describe_problems(problems),
-        code=INVALID_PARAMS,
-        data={"kind": "bad_request", "status": None, "retryAfter": None, "settings": sorted(problems)},
-    )
+    data: ErrorData = {"kind": "bad_request", "status": None, "retryAfter": None, "settings": sorted(problems)}
+    return JsonRpcException(message=describe_problems(problems), code=INVALID_PARAMS, data=data)
 
 
-def api_key(params: Any) -> str | None:
+def api_key(params: object) -> str | None:
     key = params.get("apiKey") if isinstance(params, dict) else None
     return key if isinstance(key, str) else None
 
 
-def rpc_errors(
-    redact: Callable[[str], str], handler: Callable[[Any], Awaitable[dict[str, Any]]]
-) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+def rpc_errors(redact: Callable[[str], str], handler: Handler[R]) -> Callable[[JsonValue], Awaitable[R]]:
     """Every failure leaves as a JSON-RPC error with `{kind, status, retryAfter}`; never a traceback."""
 
-    async def wrapped(params: Any) -> dict[str, Any]:
+    # pygls reads the annotation of a handler's first parameter: a class the server is an instance
+    # of (`object` is one) means "pass the server first". JsonValue, an alias, is no class.
+    async def wrapped(params: JsonValue) -> R:
         try:
             return await handler(params)
         except GatewayError as error:
@@ -92,15 +89,14 @@ def rpc_errors(
         except Exception as error:
             log.exception("internal error")
             message = redact(f"Internal error in the sidecar ({type(error).__name__}: {error}); see the logs")
-            raise JsonRpcException(
-                message=message, code=INTERNAL_ERROR, data={"kind": "internal", "status": None, "retryAfter": None}
-            ) from None
+            data: ErrorData = {"kind": "internal", "status": None, "retryAfter": None}
+            raise JsonRpcException(message=message, code=INTERNAL_ERROR, data=data) from None
 
     return wrapped
 
 
-def sync(handler: Callable[[Any], dict[str, Any]]) -> Callable[[Any], Awaitable[dict[str, Any]]]:
-    async def run(params: Any) -> dict[str, Any]:
+def sync(handler: Callable[[object], R]) -> Handler[R]:
+    async def run(params: object) -> R:
         return handler(params)
 
     return run

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .models import ModelInfo
 
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
@@ -16,8 +14,8 @@ class ModelEntry(ModelInfo):
     detail: str
 
 
-def picker_entry(model: ModelInfo) -> dict[str, Any]:
-    return ModelEntry(**dict(model), tooltip=tooltip(model), detail=detail(model)).model_dump()
+def picker_entry(model: ModelInfo) -> ModelEntry:
+    return ModelEntry(**dict(model), tooltip=tooltip(model), detail=detail(model))
 
 
 def tooltip(model: ModelInfo) -> str:

@@ -40,10 +40,7 @@ async def stream_chat(
         async for batch in events:
             parts: list[PartOut] = []
             try:
-                for event in batch:
-                    parts.extend(adapter.feed(event))
-                    if adapter.done:
-                        break
+                adapter.feed_until_done(batch, parts)
             except GatewayError:
                 if parts:
                     yield parts  # what the stream said before failing is still shown

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import threading
-from collections.abc import Coroutine
-from typing import Any, BinaryIO
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -36,9 +35,12 @@ from .params import (
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
 from .protocol import Settings, describe_problems, updated_settings
+from .pygls_hooks import WireProtocol, stop_event
 from .stdio import serve_stdin
 from .tokens import count_request
-from .wirejson import WireProtocol
+
+if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of serving
+    from .contract import Calibration, ChatResult, ConfigureResult, CountResult, ModelsResult
 
 log = logging.getLogger("gateway_lm.rpc")
 _LSP_LEVELS = {
@@ -50,7 +52,10 @@ _LSP_LEVELS = {
 
 class Sidecar:
     def __init__(self, server: LanguageServer) -> None:
+        if not isinstance(server.protocol, WireProtocol):
+            raise TypeError("the sidecar writes through WireProtocol (pygls_hooks.py)")
         self.server = server
+        self.protocol = server.protocol
         self.redact = Redactor()
         self.settings = Settings()
         self._client: GatewayClient | None = None  # built by the first apply(): TLS setup costs ~50 ms
@@ -64,7 +69,7 @@ class Sidecar:
 
     # ---- setup ----
 
-    def apply(self, settings: dict[str, Any], base_url: str | None = None) -> dict[str, str]:
+    def apply(self, settings: Mapping[str, object], base_url: str | None = None) -> dict[str, str]:
         """Applies each valid setting; an invalid one keeps its value and costs one warning, shown
         once. Returns the invalid ones (name → why)."""
         new, problems = updated_settings(self.settings, {**settings, "baseUrl": base_url} if base_url else settings)
@@ -97,15 +102,13 @@ class Sidecar:
             self._client = GatewayClient(self.settings)
         return self._client
 
-    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+    def _in_background(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def _notify(self, method: str, params: dict[str, Any]) -> None:
-        # A plain dict straight to pygls' writer: `notify()` would first wrap it in an attrs message
-        # and have cattrs walk every part, which costs more than the rest of the stream.
-        self.server.protocol._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+    def _notify(self, method: str, params: Mapping[str, object]) -> None:
+        self.protocol.send_message({"jsonrpc": "2.0", "method": method, "params": params})
 
     def _log_to_client(self, level: int, message: str) -> None:
         kind = _LSP_LEVELS.get(level, types.MessageType.Log)
@@ -113,7 +116,7 @@ class Sidecar:
 
     # ---- methods ----
 
-    async def models_list(self, params: Any) -> dict[str, Any]:
+    async def models_list(self, params: object) -> ModelsResult:
         key = api_key(params)
         self.redact.add(key)  # a gateway may quote it back in an error
         raw = await self.client.list_models(key)
@@ -129,7 +132,7 @@ class Sidecar:
         budget = input_budget(limit, model.maxOutputTokens, self.settings.outputReservation)
         return model.model_copy(update={"maxInputTokens": min(model.maxInputTokens, budget)})
 
-    async def chat(self, params: Any) -> dict[str, Any]:
+    async def chat(self, params: object) -> ChatResult:
         request = validated(ChatParams, params)
         if request.requestId in self._chats:  # their parts would be told apart by requestId alone
             raise JsonRpcException(
@@ -143,7 +146,7 @@ class Sidecar:
         finally:
             self._chats.discard(request.requestId)
 
-    async def _chat(self, request: ChatParams) -> dict[str, Any]:
+    async def _chat(self, request: ChatParams) -> ChatResult:
         self.redact.add(request.apiKey)
         known = self.models.get(request.model)
         if known is not None and not known.capabilities.toolCalling and request.tools:
@@ -156,7 +159,7 @@ class Sidecar:
         finally:
             self.tokens.chat_ended()
 
-    async def _stream(self, request: ChatParams, outcome: ChatOutcome) -> dict[str, Any]:
+    async def _stream(self, request: ChatParams, outcome: ChatOutcome) -> ChatResult:
         log.info(
             "chat %s with %s: %d messages, %d tools",
             request.requestId,
@@ -205,19 +208,20 @@ class Sidecar:
         self._in_background(calibrate())
 
     def notify_calibration(self, model: str, factor: float) -> None:
-        self._notify("gateway/calibration", {"model": model, "factor": factor})
+        calibration: Calibration = {"model": model, "factor": factor}
+        self._notify("gateway/calibration", calibration)
 
-    async def count_tokens(self, params: Any) -> dict[str, Any]:
+    async def count_tokens(self, params: object) -> CountResult:
         request = validated(CountParams, params)
         return {"counts": await self.tokens.count(request.model, request.texts)}
 
-    def count_tokens_now(self, params: Any) -> dict[str, Any] | None:
+    def count_tokens_now(self, params: object) -> CountResult | None:
         """`gateway/countTokens` answered in place (stdio.py) when it can be: most of them."""
         request = validated(CountParams, params)
         counts = self.tokens.count_now(request.model, request.texts)
         return None if counts is None else {"counts": counts}
 
-    def configure(self, params: Any) -> dict[str, Any]:
+    def configure(self, params: object) -> ConfigureResult:
         request = validated(ConfigureParams, params)
         problems = self.apply(request.settings, request.baseUrl)
         if problems:  # the valid ones are applied; the caller learns which were not
@@ -235,7 +239,7 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
     def on_initialize(params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         raw_settings = options.get("settings")
-        settings: dict[str, Any] = raw_settings if isinstance(raw_settings, dict) else {}
+        settings: dict[str, object] = raw_settings if isinstance(raw_settings, dict) else {}
         base_url = options.get("baseUrl") if isinstance(options.get("baseUrl"), str) else None
         sidecar.apply(settings, base_url)
         sidecar.tokens.schedule_preload()  # off the path of the first answer (rfcs/0005-performance.md)
@@ -245,7 +249,11 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
         for model, factor in sidecar.accounting.factors.items():  # what earlier sessions learned
             sidecar.notify_calibration(model, factor)
 
-    server.feature("gateway/models")(rpc_errors(sidecar.redact, sidecar.models_list))
+    async def models(params: object) -> dict[str, list[dict[str, Any]]]:
+        listed = await sidecar.models_list(params)
+        return {"models": [entry.model_dump() for entry in listed["models"]]}  # the entries as the wire has them
+
+    server.feature("gateway/models")(rpc_errors(sidecar.redact, models))
     server.feature("gateway/chat")(rpc_errors(sidecar.redact, sidecar.chat))
     server.feature("gateway/countTokens")(rpc_errors(sidecar.redact, sidecar.count_tokens))
     server.feature("gateway/configure")(rpc_errors(sidecar.redact, sync(sidecar.configure)))
@@ -272,9 +280,9 @@ async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: Binary
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)  # stdin pauses past 2 MiB unread: memory stays bounded under load
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-    server._stop_event = threading.Event()
+    stop = stop_event(server)
     writer = await stdout_writer(rpc_out)
-    server.protocol.set_writer(writer)
+    sidecar.protocol.set_writer(writer)
     sidecar.outbox.attach(writer)
     direct = {"gateway/countTokens": sidecar.count_tokens_now}
-    await serve_stdin(reader, server.protocol, server._stop_event, direct)  # framing that survives bad input
+    await serve_stdin(reader, sidecar.protocol, stop, direct)  # framing that survives bad input

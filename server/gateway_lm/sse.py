@@ -3,7 +3,7 @@
 `EventSource.aiter_sse()` hands every line through four nested async generators; at thousands of
 events per second that overhead dominates the stream (rfcs/0005-performance.md). The same
 line and event decoders, fed per chunk in a plain loop, give identical events for a fraction of the
-cost. The decoders live in httpx-sse's `_decoders` module, pinned with the package (0.4.3).
+cost. The decoders live in httpx-sse's private `_decoders` module (httpx_sse_hooks.py).
 
 One event (its unfinished line plus its `data:` lines so far) may hold at most MAX_EVENT characters:
 a gateway that never ends a line would otherwise grow the buffer, and its copies, without end.
@@ -17,10 +17,10 @@ import codecs
 from typing import Any
 
 from httpx_sse import ServerSentEvent
-from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from pydantic_core import from_json
 
 from .errors import GatewayError, with_advice
+from .httpx_sse_hooks import SSEDecoder, SSELineDecoder
 
 DONE = object()  # the `data: [DONE]` sentinel some servers send
 # The largest real event is the terminal one, repeating the whole answer: ~1 MB for 128k output
@@ -44,7 +44,8 @@ class SSEFramer:
         lines = self._lines.decode(text)
         # Counted as it grows, never summed: a line trickling in a byte per read stays linear.
         if lines:
-            self._line_chars = sum(map(len, self._lines.buffer))  # one piece at most after a newline
+            # The decoder's unfinished line (a private hook): one piece at most after a newline.
+            self._line_chars = sum(map(len, self._lines.buffer))
         else:
             self._line_chars += len(text)
         events = self._decode(lines)

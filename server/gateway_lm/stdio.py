@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCProtocol
+
+from .errors import ErrorData, ErrorKind
+from .pygls_hooks import WireProtocol
 
 log = logging.getLogger("gateway_lm.stdio")
 
@@ -59,7 +61,7 @@ class Fault:
     message: str
     msg_id: int | str | None = None
     answer: bool = True
-    kind: str = "bad_request"
+    kind: ErrorKind = "bad_request"
 
 
 class Framer:
@@ -267,23 +269,24 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def answer_fault(protocol: JsonRPCProtocol, fault: Fault) -> None:
+def answer_fault(protocol: WireProtocol, fault: Fault) -> None:
     if not fault.answer:
         log.warning("ignored a notification: %s", fault.message)
         return
     log.warning("answered a bad message with %d: %s", fault.code, fault.message)
-    data = {"kind": fault.kind, "status": None, "retryAfter": None}
+    data: ErrorData = {"kind": fault.kind, "status": None, "retryAfter": None}
     error = {"code": fault.code, "message": fault.message, "data": data}
-    protocol._send_data({"jsonrpc": "2.0", "id": fault.msg_id, "error": error})
+    protocol.send_message({"jsonrpc": "2.0", "id": fault.msg_id, "error": error})
 
 
 # Methods answered in place, before pygls: the handler returns the result, or None to leave the
 # request to pygls' dispatch (which runs it as a task). For the one request Copilot sends by the
 # thousand, a token count, pygls' task and cattrs round trip cost more than the count (rfcs/0005).
-Direct = Mapping[str, Callable[[Any], dict[str, Any] | None]]
+Answer = Callable[[object], Mapping[str, object] | None]  # raw params in
+Direct = Mapping[str, Answer]
 
 
-def handle(protocol: JsonRPCProtocol, body: bytes | bytearray, direct: Direct | None = None) -> None:
+def handle(protocol: WireProtocol, body: bytes | bytearray, direct: Direct | None = None) -> None:
     data = parse(body)
     if isinstance(data, Fault):
         answer_fault(protocol, data)
@@ -304,7 +307,7 @@ def handle(protocol: JsonRPCProtocol, body: bytes | bytearray, direct: Direct | 
             answer_fault(protocol, Fault(INTERNAL_ERROR, message, data["id"], kind="internal"))
 
 
-def _answered(protocol: JsonRPCProtocol, data: dict[str, Any], method: Callable[[Any], dict[str, Any] | None]) -> bool:
+def _answered(protocol: WireProtocol, data: dict[str, Any], method: Answer) -> bool:
     try:
         result = method(data["params"])
     except JsonRpcException as error:
@@ -317,13 +320,13 @@ def _answered(protocol: JsonRPCProtocol, data: dict[str, Any], method: Callable[
         return True
     if result is None:
         return False
-    protocol._send_data({"jsonrpc": "2.0", "id": data["id"], "result": result})
+    protocol.send_message({"jsonrpc": "2.0", "id": data["id"], "result": result})
     return True
 
 
 async def serve_stdin(
     reader: asyncio.StreamReader,
-    protocol: JsonRPCProtocol,
+    protocol: WireProtocol,
     stop_event: threading.Event,
     direct: Direct | None = None,
 ) -> None:

@@ -16,9 +16,9 @@ from importlib import resources
 from typing import Any
 
 import tiktoken
-from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
 from .protocol import DataIn, MessageIn, TextIn, ThinkingIn, ToolCallIn, ToolResultIn
+from .tiktoken_hooks import encoding_spec, without_python_ranks
 
 SHA256 = {
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -60,18 +60,8 @@ def encoding(name: str) -> tiktoken.Encoding:
 
 
 def _build(name: str) -> tiktoken.Encoding:
-    ranks = shipped_ranks(name)
-    original = openai_public.load_tiktoken_bpe
     # tiktoken's own constructor supplies the regex and special tokens; we supply the ranks.
-    openai_public.load_tiktoken_bpe = lambda *args, **kwargs: ranks
-    try:
-        spec = getattr(openai_public, name)()
-    finally:
-        openai_public.load_tiktoken_bpe = original
-    built = tiktoken.Encoding(**spec)
-    # We only encode, and the Rust core keeps its own copy of the ranks: the Python dict is ~23 MB.
-    built._mergeable_ranks = {}
-    return built
+    return without_python_ranks(tiktoken.Encoding(**encoding_spec(name, shipped_ranks(name))))
 
 
 def shipped_ranks(name: str) -> dict[bytes, int]:

@@ -9,26 +9,23 @@ dropped and logged.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
 
-from pygls.protocol import LanguageServerProtocol
+from .errors import ErrorData
 
 log = logging.getLogger("gateway_lm.wire")
 INTERNAL_ERROR = -32603
-_writes: set[asyncio.Future[Any]] = set()
+Default = Callable[[object], object]  # json.dumps' `default`: pygls' serialiser of its attrs messages
 
 
-def dumps(message: Any, default: Callable[[Any], Any] | None = None) -> str:
+def dumps(message: object, default: Default | None = None) -> str:
     """JSON text of one message; ValueError when it holds a number JSON cannot carry."""
     return json.dumps(message, default=default, allow_nan=False)
 
 
-def encode(message: Any, default: Callable[[Any], Any] | None = None) -> str | None:
+def encode(message: object, default: Default | None = None) -> str | None:
     """The text to send for `message`: itself, the error response that replaces it, or None."""
     try:
         return dumps(message, default)
@@ -44,7 +41,7 @@ def encode(message: Any, default: Callable[[Any], Any] | None = None) -> str | N
         return None
 
 
-def refusal(message: Any, default: Callable[[Any], Any] | None = None) -> str | None:
+def refusal(message: object, default: Default | None = None) -> str | None:
     """What to send instead of a message holding NaN or Infinity: an error response to the same
     request, or nothing for a notification."""
     plain = json.loads(json.dumps(message, default=default))  # NaN allowed: only to read id and method
@@ -53,33 +50,10 @@ def refusal(message: Any, default: Callable[[Any], Any] | None = None) -> str | 
         log.error("dropped a %s message holding NaN or Infinity (a bug in the sidecar)", method or "malformed")
         return None
     log.error("the answer to request %s held NaN or Infinity (a bug in the sidecar); sent an error", plain["id"])
+    data: ErrorData = {"kind": "internal", "status": None, "retryAfter": None}
     error = {
         "code": INTERNAL_ERROR,
         "message": "Internal error in the sidecar: its answer held a number JSON cannot carry; see the logs",
-        "data": {"kind": "internal", "status": None, "retryAfter": None},
+        "data": data,
     }
     return dumps({"jsonrpc": "2.0", "id": plain["id"], "error": error})
-
-
-class WireProtocol(LanguageServerProtocol):
-    """pygls' protocol with the strict encoder; framing and writing as pygls does them."""
-
-    def _send_data(self, data: Any) -> None:
-        if not data or self.writer is None:
-            super()._send_data(data)  # nothing to send, or pygls logs the missing transport
-            return
-        body = encode(data, self._serialize_message)
-        if body is None:
-            return
-        header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-        try:
-            written = self.writer.write(((header if self._include_headers else "") + body).encode(self.CHARSET))
-        except BrokenPipeError:
-            raise  # the client is gone: the server's loop ends
-        except Exception as error:
-            log.error("could not write a message: %s: %s", type(error).__name__, error)
-            return
-        if inspect.isawaitable(written):
-            task = asyncio.ensure_future(written)
-            _writes.add(task)  # held until done: the loop keeps only a weak reference
-            task.add_done_callback(_writes.discard)
