@@ -277,3 +277,18 @@ async def test_proxy_settings_come_from_the_environment(gateway: FakeServer, mon
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     parts, _ = await chat(settings_for(gateway), "fake/text")
     assert text_of(parts) == "Hello from the fake gateway."
+
+
+async def test_a_connection_the_gateway_closed_after_its_answer_is_not_reused(gateway: FakeServer) -> None:
+    # `chunked-N` answers keep-alive but the server closes the connection afterwards, as a gateway
+    # behind a restarting proxy can: the next request must not fail on that stale connection, even
+    # with no retries allowed.
+    settings = settings_for(gateway, maxRetries=0)
+    client = GatewayClient(settings)
+    request = ChatRequest.model_validate({"model": "fake/chunked-20", "messages": USER})
+    try:
+        for _ in range(5):
+            parts = [part async for batch in stream_chat(request, settings, client, "test-key") for part in batch]
+            assert text_of(parts) == "".join(f" word{n}" for n in range(17))
+    finally:
+        await client.aclose()

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import anyio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
@@ -278,6 +279,7 @@ async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: Binary
     pygls' own stdin reader hands every read to a thread pool, which doubles the cost of each small
     request (a token count) (rfcs/0005)."""
     loop = asyncio.get_running_loop()
+    anyio.current_time()  # loads anyio's asyncio backend (~25 ms) now, not under the first chat's deadline
     reader = asyncio.StreamReader(limit=1 << 20)  # stdin pauses past 2 MiB unread: memory stays bounded under load
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     stop = stop_event(server)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import httpx
@@ -28,28 +29,20 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     def _connections(self) -> aiohttp.ClientSession:
         if self._session is None:  # aiohttp wants its running loop: made at the first request
+            reuse = aiohttp.TraceConfig()
+            reuse.on_connection_reuseconn.append(_note_reuse)
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, ssl=self._ssl),  # no cap: each chat holds one
                 auto_decompress=False,  # httpx decodes the body, and classifies one it cannot decode
                 trust_env=False,  # httpx picked the proxy; requests here go direct
                 timeout=aiohttp.ClientTimeout(total=None),
+                trace_configs=[reuse],
             )
         return self._session
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        timeouts = request.extensions.get("timeout", {})
-        headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() not in _SKIP_HEADERS]
         try:
-            response = await self._connections().request(
-                request.method,
-                str(request.url),
-                headers=headers,
-                data=await request.aread(),
-                allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=timeouts.get("connect"), sock_read=timeouts.get("read")
-                ),
-            )
+            response = await self._send(request)
         except aiohttp.SocketTimeoutError as exc:
             raise httpx.ReadTimeout(str(exc) or "no answer in time") from exc
         except (aiohttp.ConnectionTimeoutError, asyncio.TimeoutError) as exc:
@@ -63,9 +56,40 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": (response.reason or "").encode()},
         )
 
+    async def _send(self, request: httpx.Request) -> aiohttp.ClientResponse:
+        timeouts = request.extensions.get("timeout", {})
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=timeouts.get("connect"), sock_read=timeouts.get("read")
+        )
+        headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() not in _SKIP_HEADERS]
+        body = await request.aread()
+        for attempt in (1, 2):
+            reused = {"reused": False}
+            try:
+                return await self._connections().request(
+                    request.method,
+                    str(request.url),
+                    headers=headers,
+                    data=body,
+                    allow_redirects=False,
+                    timeout=timeout,
+                    trace_request_ctx=reused,
+                )
+            except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+                # A pooled connection the server had closed without saying so, before the loop saw
+                # it go (httpx checks a connection is still open before reusing it; aiohttp does not):
+                # once more, on a new connection.
+                if attempt == 2 or not reused["reused"]:
+                    raise
+        raise AssertionError("unreachable")
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+async def _note_reuse(_session: aiohttp.ClientSession, context: Any, _params: Any) -> None:
+    context.trace_request_ctx["reused"] = True
 
 
 class _Body(httpx.AsyncByteStream):
