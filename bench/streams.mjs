@@ -1,23 +1,11 @@
 // The stream workloads: a chat through the provider the shipped bundle registers (→ sidecar →
 // gateway), beside an in-process fetch + SSE parse that reports the same parts, in the same run,
 // against a gateway that flushes one event per HTTP chunk (and one that sends 64 KiB chunks).
-import { gatewayRequests, hostCpuMs, median, now, percentile, processCpuMs, sidecarPids, vscode } from './host.mjs';
+import { gatewayRequests, hostCpuMs, median, model, now, percentile, processCpuMs, sidecarPids, vscode } from './host.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const EVENTS = 5004;
 const EXPECTED_TEXT = Array.from({ length: EVENTS - 3 }, (_, n) => ` word${n % 97}`).join('');
-
-function info(scenario) {
-  return {
-    id: `fake/${scenario}`,
-    name: scenario,
-    family: 'fake',
-    version: '1',
-    maxInputTokens: 100000,
-    maxOutputTokens: 8000,
-    capabilities: { toolCalling: true },
-  };
-}
 
 function progress(onText) {
   return {
@@ -32,7 +20,7 @@ export async function viaProvider(provider, scenario, onText = () => {}, token =
   let text = '';
   const messages = [vscode.LanguageModelChatMessage.User('go')];
   await provider.provideLanguageModelChatResponse(
-    info(scenario),
+    model(`fake/${scenario}`),
     messages,
     { tools: [], toolMode: 1 },
     progress((t) => ((text += t), onText(t))),
@@ -170,7 +158,7 @@ export async function startRows(gateway, ext) {
 /** A stream that is producing while a huge text is counted: its longest pause, and a cancel. */
 export async function hugeCountRows(gateway, ext) {
   const huge = Array.from({ length: 400_000 }, (_, i) => `    const value${i % 1000} = compute(input[${i}], "chunk ${i % 97}");\n`).join('');
-  const model = { id: 'openai/gpt-5', name: 'gpt-5', family: 'gpt-5', version: '1', maxInputTokens: 400000, maxOutputTokens: 128000, capabilities: {} };
+  const gpt5 = model('openai/gpt-5');
   const token = () => new vscode.CancellationTokenSource().token;
   const longestPause = async (during) => {
     let last = 0;
@@ -184,19 +172,19 @@ export async function hugeCountRows(gateway, ext) {
     await counting;
     return longest;
   };
-  await ext.provider.provideTokenCount(model, 'warm', token()); // as Copilot's first walk would have (the tokenizer loads once)
+  await ext.provider.provideTokenCount(gpt5, 'warm', token()); // as Copilot's first walk would have (the tokenizer loads once)
   const alone = [];
   const counted = [];
   for (let i = 0; i < 5; i++) {
     alone.push(await longestPause());
-    counted.push(await longestPause(() => ext.provider.provideTokenCount(model, `${huge}${i}`, token())));
+    counted.push(await longestPause(() => ext.provider.provideTokenCount(gpt5, `${huge}${i}`, token())));
   }
   // Cancel a stream while a huge text is being counted: the provider returns and the gateway sees
   // the connection close.
   const cancels = [];
   for (let i = 0; i < 5; i++) {
     const source = new vscode.CancellationTokenSource();
-    const counting = ext.provider.provideTokenCount(model, `${huge}cancel${i}`, token());
+    const counting = ext.provider.provideTokenCount(gpt5, `${huge}cancel${i}`, token());
     const chat = viaProvider(ext.provider, 'paced-2000-2', () => {}, source.token).catch(() => '');
     await new Promise((r) => setTimeout(r, 150));
     const cancelledAt = now();

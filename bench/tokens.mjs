@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Tiktoken } from 'js-tiktoken/lite';
 import o200k from 'js-tiktoken/ranks/o200k_base';
-import { activate, median, PYTHON, ROOT, sleep, storageDir, vscode } from './host.mjs';
+import { activate, median, model, PYTHON, ROOT, sleep, storageDir, vscode } from './host.mjs';
 
 const MODEL = 'openai/gpt-5';
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
@@ -111,7 +111,7 @@ export async function tokenRows(gateway) {
   const { tools, messages } = workload();
   vscode.registered.tools = tools; // what vscode.lm.tools answers
   const encoder = new Tiktoken(o200k);
-  const info = { id: MODEL, name: MODEL, family: 'gpt-5', version: '1', maxInputTokens: 200000, maxOutputTokens: 16000, capabilities: {} };
+  const info = model(MODEL);
   const token = new vscode.CancellationTokenSource().token;
   const ours = (provider) => (item) => provider.provideTokenCount(info, item, token);
   const theirs = (baseline) => (item) => baseline.provideTokenCount(MODEL, item);
@@ -188,14 +188,14 @@ export async function accuracyRows(gateway, ext) {
       ok: Math.abs(error) <= 3,
     });
   }
-  const model = { id: 'fake/text', name: 'text', family: 'fake', version: '1', maxInputTokens: 100000, maxOutputTokens: 8000, capabilities: {} };
+  const fakeText = model('fake/text');
   const token = new vscode.CancellationTokenSource().token;
   const { messages } = workload();
   const long = messages.map((m) => m.text).join(' ');
   const probe = new vscode.LanguageModelChatMessage(1, [new vscode.LanguageModelTextPart(long.slice(0, 5000))]);
-  const raw = await ext.provider.provideTokenCount(model, probe, token);
+  const raw = await ext.provider.provideTokenCount(fakeText, probe, token);
   await ext.provider.provideLanguageModelChatResponse(
-    model,
+    fakeText,
     [vscode.LanguageModelChatMessage.User(`[scenario:calibrate:1.37] ${long}`)],
     { tools: [], toolMode: 1 },
     { report() {} },
@@ -204,7 +204,11 @@ export async function accuracyRows(gateway, ext) {
   let ours = raw;
   for (let i = 0; i < 50 && ours === raw; i++) {
     await sleep(100); // the factor arrives as a notification after the answer
-    ours = await ext.provider.provideTokenCount(model, new vscode.LanguageModelChatMessage(1, [new vscode.LanguageModelTextPart(long.slice(0, 5000))]), token);
+    ours = await ext.provider.provideTokenCount(
+      fakeText,
+      new vscode.LanguageModelChatMessage(1, [new vscode.LanguageModelTextPart(long.slice(0, 5000))]),
+      token,
+    );
   }
   const error = ((ours - 1.37 * raw) / (1.37 * raw)) * 100;
   rows.push({

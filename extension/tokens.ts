@@ -48,7 +48,7 @@ export class TokenCounter {
 
   count(model: string, item: string | MessageIn): Promise<number> {
     const exact = this.exact(model, item);
-    return typeof exact === 'number' ? Promise.resolve(this.scaled(model, exact)) : exact.then((n) => this.scaled(model, n));
+    return settle(exact, (n) => this.scaled(model, n));
   }
 
   /** The exact count: from memory, from disk, or asked of the sidecar. */
@@ -90,7 +90,7 @@ export class TokenCounter {
     const key = `\u0002${role}\u0000${soleText}`;
     const exact = this.memo.get(model)?.get(key) ?? this.fromDisk(model, key) ?? this.ask(model, serialize(), key);
     const remember = (count: number): number => (byText.set(soleText, count), this.scaled(model, count));
-    return typeof exact === 'number' ? Promise.resolve(remember(exact)) : exact.then(remember);
+    return settle(exact, remember);
   }
 
   private countOther(model: string, message: object, serialize: () => MessageIn): Promise<number> {
@@ -101,7 +101,7 @@ export class TokenCounter {
       return this.scaled(model, count);
     };
     const exact = this.exact(model, serialize());
-    return typeof exact === 'number' ? Promise.resolve(remember(exact)) : exact.then(remember);
+    return settle(exact, remember);
   }
 
   private soleTexts(model: string, role: number): Map<string, number> {
@@ -253,6 +253,11 @@ function isSpace(code: number): boolean {
  * can share a message's count. */
 function textOf(item: string | MessageIn): string {
   return typeof item === 'string' ? item : `\u0001${JSON.stringify(item)}`;
+}
+
+/** `then` for a count known now or later: a known one resolves at once, without a promise chain. */
+function settle(exact: number | Promise<number>, then: (count: number) => number): Promise<number> {
+  return typeof exact === 'number' ? Promise.resolve(then(exact)) : exact.then(then);
 }
 
 function keyOf(model: string, text: string): string {
