@@ -13,7 +13,6 @@ export interface Button extends vscode.MessageItem {
   args?: unknown[];
 }
 
-export const MANAGE_KEY: Button = { title: 'Manage API Key', command: COMMANDS.manage };
 export const SHOW_LOGS: Button = { title: 'Show Logs', command: COMMANDS.showLogs };
 export const CHOOSE_INTERPRETER: Button = { title: 'Choose Interpreter', command: 'workbench.action.openSettings', args: [settingId('pythonPath')] };
 
@@ -25,10 +24,9 @@ export class GatewayChatError extends Error {
   ) {
     super(message);
     this.name = 'Vercel AI Gateway';
-  }
-
-  get action(): Button {
-    return this.kind === 'auth' ? MANAGE_KEY : SHOW_LOGS;
+    // Copilot Chat shows a provider's error as `${message}: ${stack}` whenever the stack is set, so
+    // the message would appear twice, followed by our bundle's frames (rfcs/0003, "Errors").
+    this.stack = '';
   }
 }
 

@@ -3,7 +3,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { COMMANDS, SECTION, setting, settingId, VENDOR } from './config';
-import { showError } from './errors';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
 import { GatewayChatProvider } from './provider';
@@ -33,7 +32,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     loadCache: () => (cache ??= loadModels(cacheFile, log)),
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
     onUsage: (model, usage) => status.show(model, usage),
-    onError: (error) => showError(error.message, error.action),
     tools: () => vscode.lm.tools,
     log,
   });

@@ -1,7 +1,7 @@
 // The LanguageModelChatProvider: VS Code's calls → sidecar requests, streamed parts → progress.
 import * as vscode from 'vscode';
 import type { ChatParams, ModelEntry, StreamPart, UsagePart } from './contract';
-import { fromRpcError, GatewayChatError, isCancellation } from './errors';
+import { fromRpcError, isCancellation } from './errors';
 import type { Rpc } from './rpc';
 import { TokenCounter, ToolInfo, toolStrings } from './tokens';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
@@ -13,7 +13,6 @@ export interface ProviderHooks {
   loadCache(): Promise<ModelEntry[]>;
   saveCache(models: ModelEntry[]): Promise<void>;
   onUsage(model: ModelEntry | undefined, usage: UsagePart): void;
-  onError(error: GatewayChatError): void;
   /** The strings of the tools Copilot will offer (from vscode.lm.tools), counted before it asks. */
   /** The tools Copilot will offer (vscode.lm.tools: a new array on every read). */
   tools(): readonly ToolInfo[];
@@ -114,7 +113,6 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       const failure = fromRpcError(error);
       this.hooks.log.error(`${model.id}: ${failure.kind}: ${failure.message}`);
       if (failure.kind === 'context_overflow') void this.refresh(); // the sidecar learned the real limit
-      this.hooks.onError(failure);
       throw failure;
     } finally {
       subscription.dispose();

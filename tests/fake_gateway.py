@@ -329,9 +329,15 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     created = {"type": "response.created", "response": response_obj("in_progress")}
     if serve_hostile(h, scenario, entry):
         return
-    if scenario == "overflow":
-        body_text = (
-            '{"error":{"message":"prompt is too long: 210000 tokens > 200000 maximum","type":"invalid_request_error"}}'
+    if scenario == "overflow" or scenario.startswith("overflow:"):  # overflow:N names a limit of N tokens
+        limit = int(scenario.partition(":")[2] or 200000)
+        body_text = json.dumps(
+            {
+                "error": {
+                    "message": f"prompt is too long: {limit + 10000} tokens > {limit} maximum",
+                    "type": "invalid_request_error",
+                }
+            }
         )
         h._raw(400, body_text.encode(), "application/json")
         return

@@ -132,3 +132,35 @@ async def test_sidecar_calibrates_persists_and_learns_limits(gateway: FakeServer
         assert remembered == [{"model": "fake/text", "factor": calibrations[0]["factor"]}]
     finally:
         await again.stop()
+
+
+async def test_an_overflow_at_the_listed_window_does_not_claim_the_list_changed(
+    gateway: FakeServer, tmp_path: Path
+) -> None:
+    """The limit the gateway names is the one the list already shows: the message must not send the user
+    looking for a change; a smaller one is learned and said so."""
+    side = Sidecar()
+    await side.start(gateway.base_url, {"stateDir": str(tmp_path), "maxRetries": 0})
+    try:
+        await side.request("gateway/models", {})  # fake/text lists a 200,000-token window
+
+        async def overflow(limit: int, request_id: str) -> str:
+            text = f"[scenario:overflow:{limit}] hi"
+            params = {
+                "requestId": request_id,
+                "model": "fake/text",
+                "messages": [{"role": 1, "content": [{"type": "text", "value": text}]}],
+            }
+            with pytest.raises(JsonRpcException) as caught:
+                await side.request("gateway/chat", params)
+            assert caught.value.data["kind"] == "context_overflow"
+            return caught.value.message
+
+        same = await overflow(200000, "o1")
+        assert "200,000 tokens, as the model list says" in same and "now says so" not in same
+        smaller = await overflow(150000, "o2")
+        assert "150,000 tokens; the model list now says so" in smaller
+        models = {m["id"]: m for m in (await side.request("gateway/models", {}))["models"]}
+        assert models["fake/text"]["maxInputTokens"] == 150000 - 16384
+    finally:
+        await side.stop()

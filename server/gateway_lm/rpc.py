@@ -187,12 +187,19 @@ class Sidecar:
         return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
 
     def _learn_limit(self, model: str, error: GatewayError) -> None:
+        listed = self.models.get(model)
         limit = self.accounting.learn_limit(model, error.message)
-        if limit is not None:
-            error.message += (
-                f" The model's limit is {limit:,} tokens; the model list now says so, and VS Code will"
-                " summarise the conversation before it gets that long."
-            )
+        if limit is None:
+            return
+        if listed is not None and limit >= listed.contextWindow:
+            # The list already said so: the conversation simply grew past it. Claiming a change would
+            # send the user looking for one (issue 12).
+            error.message += f" The model's limit is {limit:,} tokens, as the model list says."
+            return
+        error.message += (
+            f" The model's limit is {limit:,} tokens; the model list now says so, and VS Code will"
+            " summarise the conversation before it gets that long."
+        )
 
     def _calibrate_later(self, model: str, outcome: ChatOutcome) -> None:
         """Compares our estimate of the request with the reported input tokens, off the answer's path."""

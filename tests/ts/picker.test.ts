@@ -44,7 +44,6 @@ function picker(cached: ModelEntry[], catalogue: () => ModelEntry[]) {
     loadCache: async () => cached,
     saveCache: async (models) => void state.saved.push(models),
     onUsage() {},
-    onError() {},
     tools: () => [],
     log: { info() {}, warn: (m: string) => void state.warnings.push(m), error() {} },
   });

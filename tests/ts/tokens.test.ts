@@ -146,7 +146,6 @@ test("Copilot's walk through the provider: vscode.lm.tools is read on a miss onl
     loadCache: async () => [],
     saveCache: async () => undefined,
     onUsage() {},
-    onError() {},
     tools: () => (reads++, tools),
     log: { info() {}, warn() {}, error() {} },
   });
