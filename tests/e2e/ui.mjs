@@ -4,11 +4,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
 
-const { cache, dirs, gateway, port, env } = await host.prepareRun('ui', {
-  'chat.byokUtilityModelDefault': 'none',
-  'chat.agentHost.allowSignedOutWhenUsable': true,
-  'workbench.colorTheme': 'Default Dark Modern',
-}, { keyInEnvironment: false }); // the key is typed in, as a new user would
+const { cache, dirs, gateway, port, env } = await host.prepareRun(
+  'ui',
+  {
+    'chat.byokUtilityModelDefault': 'none',
+    'chat.agentHost.allowSignedOutWhenUsable': true,
+    'workbench.colorTheme': 'Default Dark Modern',
+  },
+  { keyInEnvironment: false },
+); // the key is typed in, as a new user would
 const artifacts = host.ARTIFACTS;
 const vsix = host.VSIX;
 const notes = path.join(dirs.ws, 'notes.txt');
@@ -36,7 +40,12 @@ async function runCommand(title) {
     await input.waitFor();
     await input.fill(`>${title}`);
     const row = page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first();
-    if (await row.waitFor({ timeout: 5_000 }).then(() => true, () => false)) {
+    if (
+      await row.waitFor({ timeout: 5_000 }).then(
+        () => true,
+        () => false,
+      )
+    ) {
       await page.keyboard.press('Enter');
       return;
     }
@@ -146,8 +155,16 @@ try {
     await send('[scenario:reasoning] Think first');
     await responses().last().getByText('Hello from the fake gateway.').waitFor({ timeout: 60_000 });
     // Copilot folds the thinking block into "Completed N steps": open it as a user would.
-    await responses().last().getByText(/Completed \d+ steps?/).first().click();
-    await responses().last().getByText(/Finished/).first().click();
+    await responses()
+      .last()
+      .getByText(/Completed \d+ steps?/)
+      .first()
+      .click();
+    await responses()
+      .last()
+      .getByText(/Finished/)
+      .first()
+      .click();
     await responses().last().getByText('Thinking about it.', { exact: false }).first().waitFor({ timeout: 10_000 });
   });
 
@@ -160,6 +177,64 @@ try {
     await pickModel('Fake Tools');
     await send(`[scenario:agent-read:${notes}] What does notes.txt say?`);
     await responses().last().getByText('PINEAPPLE', { exact: false }).first().waitFor({ timeout: 90_000 });
+  });
+
+  // Issue 12, part 4: what a user sees when things go wrong.
+  const requests = async () => (await fetch(`${gateway}/_requests`)).json();
+  const toastTexts = () => page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+
+  await step('error-shown-once', async () => {
+    await pickModel('Fake Text');
+    await send('[scenario:error-400] This request is rejected');
+    const answer = responses().last();
+    await answer.getByText('AI Gateway answered 400', { exact: false }).first().waitFor({ timeout: 60_000 });
+    const text = await answer.innerText();
+    assert.equal(text.split('AI Gateway answered 400').length - 1, 1, `the message appears once:\n${text}`);
+    assert.doesNotMatch(text, /extension\.js|\bat [\w.$]+ \(/, 'no stack trace in the chat');
+    await page.waitForTimeout(1_000); // a toast would have appeared by now
+    assert.ok(!(await toastTexts()).some((t) => t.includes('AI Gateway answered')), 'no toast repeats it over the chat input');
+  });
+
+  await step('rate-limit-retried', async () => {
+    const before = (await requests()).length;
+    await send('[scenario:flaky-429-1] Retry me quietly');
+    const answer = responses().last();
+    await answer.getByText('Hello from the fake gateway.', { exact: false }).first().waitFor({ timeout: 60_000 });
+    assert.doesNotMatch(await answer.innerText(), /Sorry|Rate limit|429/, 'the user never sees the 429');
+    const tries = (await requests()).slice(before).filter((e) => e.scenario === 'flaky-429-1');
+    assert.equal(tries.length, 2, 'one 429 (retry-after: 0), then the answer');
+  });
+
+  await step('overflow-learned', async () => {
+    await send('[scenario:overflow:150000] Too long for this model');
+    const answer = responses().last();
+    await answer.getByText("The model's limit is 150,000 tokens; the model list now says so", { exact: false }).first().waitFor({ timeout: 60_000 });
+    assert.doesNotMatch(await answer.innerText(), /extension\.js/);
+  });
+
+  await step('stop-button', async () => {
+    await send('[scenario:paced-3000-20] A long answer to stop');
+    const answer = responses().last();
+    await answer.getByText('word5', { exact: false }).first().waitFor({ timeout: 60_000 });
+    const stop = page
+      .locator('.part.auxiliarybar .interactive-input-part')
+      .getByRole('button', { name: /^(Stop|Cancel)/ })
+      .first();
+    const clickedAt = Date.now() / 1000;
+    await stop.click();
+    let entry;
+    for (let i = 0; i < 50 && !entry?.client_closed_at; i++) {
+      await page.waitForTimeout(100);
+      entry = (await requests()).findLast((e) => e.scenario === 'paced-3000-20');
+    }
+    const closedAfter = entry.client_closed_at - clickedAt;
+    console.log(`ui: the gateway saw the stream closed ${Math.round(closedAfter * 1000)} ms after Stop was clicked`);
+    // The fake notices on its next write (20 ms apart) after the RST: up to ~40 ms of the figure is its own.
+    assert.ok(closedAfter < 0.25, `upstream closed ${closedAfter.toFixed(3)} s after Stop`);
+    await page.waitForTimeout(500);
+    const kept = await answer.innerText();
+    assert.match(kept, /word5/, 'the partial answer stays');
+    assert.doesNotMatch(kept, /Sorry|failed/, 'a stop is no error');
   });
 } catch (error) {
   failed = 1;
