@@ -24,6 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from fake_agent import MODEL as AGENT_MODEL
+from fake_agent import serve_agent_loop
+
 FIXTURES = Path(__file__).parent / "fixtures"
 ANSWER = ["Hello", " from", " the", " fake", " gateway", "."]
 USAGE = {
@@ -75,6 +78,7 @@ MODELS = [
         "tags": [],
     },
     {"id": "fake/embed", "name": "Fake Embedding", "type": "embedding", "owned_by": "fake"},
+    AGENT_MODEL,
 ]
 
 # What a careless or hostile gateway lists: numbers JSON cannot carry (Python's parser reads them as
@@ -361,6 +365,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         scenario = "text"
     if scenario.startswith(("chunked-", "chunked64k-", "paced-")):
         serve_chunked(h, scenario, entry)
+        return
+    if scenario == "agent-loop":
+        serve_agent_loop(h, body, entry, created)  # may refuse before any stream starts
         return
     if scenario.startswith("replay:"):
         h._start_stream()

@@ -104,6 +104,31 @@ async function send(text) {
   await page.keyboard.press('Enter');
 }
 
+/** The requests our agent model received, as the fake gateway recorded them. */
+async function agentRequests() {
+  return (await (await fetch(`${gateway}/_requests`)).json()).filter((e) => e.body?.model === 'fake/agent-loop');
+}
+
+/** What a summarisation fixture keeps of a request: its prompt text and tool names, never a key. */
+function captured(e) {
+  const trim = (text) => (typeof text === 'string' && text.length > 400 ? `${text.slice(0, 400)}…` : text);
+  const input = (e.body.input ?? []).map((item) =>
+    item.type === 'function_call_output'
+      ? { ...item, output: trim(item.output) }
+      : item.content && Array.isArray(item.content)
+        ? { ...item, content: item.content.map((p) => ({ ...p, text: p.text })) }
+        : item,
+  );
+  return {
+    summarisation: e.summarisation ?? null,
+    real_input_tokens: e.real_input_tokens,
+    tool_choice: e.body.tool_choice ?? null,
+    tools: (e.body.tools ?? []).map((t) => t.name),
+    instructions: e.body.instructions ?? null,
+    input,
+  };
+}
+
 let failed = 0;
 let failure = '';
 let browser;
@@ -235,6 +260,42 @@ try {
     const kept = await answer.innerText();
     assert.match(kept, /word5/, 'the partial answer stays');
     assert.doesNotMatch(kept, /Sorry|failed/, 'a stop is no error');
+  });
+
+  // Issue 12, parts 1 and 2: a long agent loop on a model whose tokenizer yields 1.35x o200k and whose
+  // limit the gateway enforces (tests/fake_agent.py). Copilot must compact before the real limit, never
+  // long before it, and every summarisation request must reach the model with its tools withheld.
+  await step('agent-loop-compacts', async () => {
+    const folder = path.join(dirs.ws, 'parts');
+    fs.mkdirSync(folder, { recursive: true });
+    for (let n = 1; n <= 14; n++) {
+      const lines = Array.from({ length: 90 }, (_, i) => `def step_${n}_${i}(value: int) -> int:  # part ${n}, line ${i}\n    return value * ${i} + ${n}\n`);
+      fs.writeFileSync(path.join(folder, `part-${String(n).padStart(2, '0')}.txt`), lines.join(''));
+    }
+    await pickModel('Fake Agent 1.35x');
+    await send(`Read the files part-01.txt to part-14.txt in [files:${folder}] one by one, then say so.`);
+    await responses().last().getByText('I have read all 14 files.', { exact: false }).first().waitFor({ timeout: 360_000 });
+    await send('/compact');
+    const deadline = Date.now() + 120_000;
+    while (!(await agentRequests()).some((e) => e.summarisation === 'full') && Date.now() < deadline) await page.waitForTimeout(1_000);
+    const log = await agentRequests();
+    fs.writeFileSync(path.join(artifacts, 'ui-agent-loop-requests.json'), JSON.stringify(log.map(captured), null, 1));
+    for (const e of log) {
+      const share = ((100 * e.real_input_tokens) / e.input_limit).toFixed(1);
+      console.log(
+        `ui: agent request: ${e.real_input_tokens} real tokens (${share}% of the limit)${e.summarisation ? ` summarisation=${e.summarisation}` : ''}${e.overflow ? ' OVERFLOW' : ''}`,
+      );
+    }
+    assert.ok(!log.some((e) => e.overflow), 'no request over the real limit');
+    const summaries = log.filter((e) => e.summarisation);
+    assert.ok(
+      summaries.some((e) => e.summarisation === 'background' || e.summarisation === 'full'),
+      'Copilot compacted',
+    );
+    assert.ok(
+      summaries.every((e) => !e.tools_callable),
+      'no summarisation request could call a tool',
+    );
   });
 } catch (error) {
   failed = 1;

@@ -1,0 +1,104 @@
+"""The fake gateway's agent model: it reads workspace files one per turn until Copilot compacts.
+
+`fake/agent-loop` stands for a model whose tokenizer yields 1.35× o200k and whose input limit is
+enforced, as a real provider enforces it: a request over the limit fails with the provider's overflow
+error. Copilot's summarisation requests are recognised by what Copilot puts in them (rfcs/0004) and
+answered with a summary; each request's real size, form and tool offer are recorded for the e2e test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway_lm.tokens import count_request
+
+if TYPE_CHECKING:
+    from fake_gateway import Handler
+
+FACTOR = 1.35  # the model's tokens per o200k token
+CONTEXT_WINDOW = 48_000
+MAX_OUTPUT = 4_000
+INPUT_LIMIT = CONTEXT_WINDOW - MAX_OUTPUT  # what the provider accepts as input
+FILES = 14  # part-01.txt … part-14.txt, written by the e2e test (~1,900 o200k tokens each)
+
+MODEL = {
+    "id": "fake/agent-loop",
+    "name": "Fake Agent 1.35x",
+    "type": "language",
+    "owned_by": "fake",
+    "context_window": CONTEXT_WINDOW,
+    "max_tokens": MAX_OUTPUT,
+    "tags": ["tool-use"],
+    "pricing": {"input": "0.000001", "output": "0.000004"},
+}
+
+SYSTEM_MARKER = "create a comprehensive, detailed summary"
+BACKGROUND_MARKER = "the conversation has grown too large for the context window and must be compacted now"
+FOREGROUND_MARKER = "summarize the conversation history"
+_FILES_MARKER = re.compile(r"\[files:([^\]]+)\]")
+
+
+def summarisation_form(body: dict[str, Any]) -> str | None:
+    """Which of Copilot's summarisation requests this is, by the text Copilot itself puts there."""
+    users = [_text(i) for i in body.get("input") or [] if isinstance(i, dict) and i.get("role") == "user"]
+    last_user = users[-1].strip().lower() if users else ""
+    if last_user.startswith(BACKGROUND_MARKER):
+        return "background"
+    if SYSTEM_MARKER in str(body.get("instructions") or "").lower() or last_user.startswith(FOREGROUND_MARKER):
+        return "full" if body.get("tools") else "simple"
+    return None
+
+
+def serve_agent_loop(h: Handler, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
+    from fake_gateway import call_events, fill_arguments, response_obj, text_events
+
+    def completed(usage: dict[str, int]) -> dict[str, Any]:
+        return {"type": "response.completed", "response": response_obj("completed", usage=usage)}
+
+    real = round(count_request(body, "fake/agent-loop") * FACTOR)
+    form = summarisation_form(body)
+    entry.update(real_input_tokens=real, input_limit=INPUT_LIMIT, summarisation=form)
+    entry["tools_callable"] = bool(body.get("tools")) and body.get("tool_choice") != "none"
+    if real > INPUT_LIMIT:
+        entry["overflow"] = True
+        message = f"prompt is too long: {real} tokens > {INPUT_LIMIT} maximum"
+        h._json(400, {"error": {"message": message, "type": "invalid_request_error"}})
+        return
+    h._start_stream()
+    usage = {"input_tokens": real, "output_tokens": 40, "total_tokens": real + 40}
+    if form is not None:
+        summary = "<summary>The user asked to read the numbered files; some were read. Go on with the next.</summary>"
+        h._send(entry, [created, *text_events([summary]), completed(usage)])
+        return
+    state = h.server.gateway
+    folder = _files_folder(body)
+    if folder is not None:
+        state.agent_folder = folder
+    reads = state.bump("agent-loop-reads") - 1
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    tool = next((t for t in tools if "read" in str(t.get("name")) and "file" in str(t.get("name"))), None)
+    if reads >= FILES or tool is None or getattr(state, "agent_folder", None) is None:
+        h._send(entry, [created, *text_events([f"I have read all {FILES} files."]), completed(usage)])
+        return
+    path = str(Path(state.agent_folder) / f"part-{reads + 1:02d}.txt")
+    arguments = json.dumps({**fill_arguments(tool.get("parameters") or {}, path), "startLine": 1, "endLine": 400})
+    h._send(entry, [created, *call_events(f"call_read_{reads + 1}", str(tool["name"]), arguments), completed(usage)])
+
+
+def _files_folder(body: dict[str, Any]) -> str | None:
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("role") == "user":
+            match = _FILES_MARKER.search(_text(item))
+            if match:
+                return match.group(1)
+    return None
+
+
+def _text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(str(p.get("text", "")) for p in content or [] if isinstance(p, dict))
