@@ -76,6 +76,8 @@ const MODEL: Checks<ModelEntry> = {
   description: isString,
   tooltip: isString,
   detail: isString,
+  budgetFactor: (value) => typeof value === 'number' && value >= 0.5 && value <= 3,
+  budgetInputTokens: isTokenLimit,
 };
 
 function isModel(entry: unknown): entry is ModelEntry {

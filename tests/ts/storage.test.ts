@@ -28,6 +28,8 @@ const MODEL: ModelEntry = {
   description: '',
   tooltip: '',
   detail: '',
+  budgetFactor: 1,
+  budgetInputTokens: 900,
 };
 
 const dirs: string[] = [];
