@@ -34,7 +34,7 @@ USAGE = {
     "output_tokens_details": {"reasoning_tokens": 3},
 }
 
-TOKENIZER_WINDOW = 60000
+TOKENIZER_WINDOW, TOKENIZER_MAX_OUTPUT = 60000, 8192
 
 MODELS = [
     {
@@ -79,14 +79,14 @@ MODELS = [
     {"id": "fake/embed", "name": "Fake Embedding", "type": "embedding", "owned_by": "fake"},
 ]
 # Listed too under a base URL with `/tokenizer/` in its path: the `tokenizer` scenario by model id,
-# a provider counting 1.35× o200k that enforces this window.
+# a provider counting 1.35× o200k that enforces the input limit of this window (window − max output).
 TOKENIZER_MODEL = {
     "id": "fake/tokenizer",
     "name": "Fake Tokenizer 1.35x",
     "type": "language",
     "owned_by": "fake",
     "context_window": TOKENIZER_WINDOW,
-    "max_tokens": 8192,
+    "max_tokens": TOKENIZER_MAX_OUTPUT,
     "tags": ["tool-use"],
     "pricing": {"input": "0.000003", "output": "0.000015"},
 }
@@ -505,15 +505,16 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
 
 def serve_tokenizer(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
     """`tokenizer[:FACTOR[:LIMIT[:SCENARIO]]]`: a provider whose tokenizer counts FACTOR (1.35) times
-    o200k and which enforces a LIMIT (the fake/tokenizer window) on the input as it counts it: over it,
-    an overflow error as Anthropic words it; within it, SCENARIO (text) with the input tokens it counted."""
+    o200k and which enforces a LIMIT on the input as it counts it (fake/tokenizer's window minus its
+    max output, 51,808, as a provider that keeps room for the answer): over it, an overflow error as
+    Anthropic words it; within it, SCENARIO (text) with the input tokens it counted."""
     from gateway_lm.tokens import count_request
 
     _, _, rest = scenario.partition(":")
     factor_text, _, rest = rest.partition(":")
     limit_text, _, inner = rest.partition(":")
     factor = float(factor_text or 1.35)
-    limit = int(limit_text or TOKENIZER_WINDOW)
+    limit = int(limit_text or TOKENIZER_WINDOW - TOKENIZER_MAX_OUTPUT)
     reported = round(factor * count_request(body, str(body.get("model"))))
     entry["input_tokens"] = reported
     if reported > limit:
