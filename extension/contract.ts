@@ -37,7 +37,8 @@ export interface ModelsResult {
   models: ModelEntry[];
 }
 /**
- * One model of `gateway/models`: the catalogue's fields and what the picker shows of it.
+ * One model of `gateway/models`: the catalogue's fields (real tokens), what the picker shows of
+ * it, and the window Copilot budgets with, in o200k tokens (budget.py).
  */
 export interface ModelEntry {
   id: string;
@@ -55,6 +56,8 @@ export interface ModelEntry {
   description: string;
   tooltip: string;
   detail: string;
+  budgetFactor: number;
+  budgetInputTokens: number;
 }
 export interface Capabilities {
   toolCalling: boolean;
@@ -199,7 +202,8 @@ export interface FinishPart {
   responseId: string | null;
 }
 /**
- * The factor the sidecar learned for a model's counts (rfcs/0004-token-accounting.md).
+ * A model's learned factor moved the window Copilot budgets with (rfcs/0004-token-accounting.md):
+ * the model list has changed, and the extension fetches it again.
  */
 export interface Calibration {
   model: string;

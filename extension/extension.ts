@@ -35,9 +35,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     tools: () => vscode.lm.tools,
     log,
   });
-  sidecar.onCalibration(({ model, factor }) => {
-    // The sidecar bounds its factors; a message that is not one is ignored rather than trusted.
-    if (typeof model === 'string' && typeof factor === 'number' && Number.isFinite(factor) && factor > 0) provider.tokens.setFactor(model, factor);
+  sidecar.onCalibration(({ model }) => {
+    // A window moved; the new one comes with the model list. A message that is not one is ignored.
+    if (typeof model === 'string') provider.windowMoved();
   });
   const dropped = provider.tokens.restore(await readJson(countsFile, warn));
   if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
@@ -50,6 +50,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     status,
     sidecar,
     vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
+    provider,
     { dispose: () => (clearInterval(saver), void saveCounts()) },
     keys.onDidChange(() => provider.notifyChanged()),
     vscode.commands.registerCommand(COMMANDS.manage, () => keys.manage()),

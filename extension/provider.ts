@@ -21,6 +21,9 @@ export interface ProviderHooks {
 
 let sequence = 0;
 const REFRESH_INTERVAL_MS = 60_000;
+// Calibrations arrive after responses, often several at once: one catalogue fetch (and at most one
+// change event, which re-renders the picker) for a burst of them.
+export const WINDOW_DEBOUNCE_MS = 2_000;
 
 export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vscode.LanguageModelChatInformation> {
   private readonly changed = new vscode.EventEmitter<void>();
@@ -31,6 +34,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   private served: ModelEntry[] | undefined; // the list VS Code was last given
   readonly tokens: TokenCounter;
   private readonly toolsLearned = new Map<string, string>(); // model → names of the tools last counted
+  private windowTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly rpc: Rpc,
@@ -58,6 +62,18 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
 
   notifyChanged(): void {
     this.changed.fire();
+  }
+
+  /** The sidecar learned a factor that moves a model's window (gateway/calibration): fetch the list
+   * once the burst is over; fetchModels fires the change event if VS Code was served another list. */
+  windowMoved(): void {
+    clearTimeout(this.windowTimer);
+    this.windowTimer = setTimeout(() => void this.refresh(), WINDOW_DEBOUNCE_MS);
+  }
+
+  dispose(): void {
+    clearTimeout(this.windowTimer);
+    this.changed.dispose();
   }
 
   private async fetchModels(): Promise<void> {
@@ -102,11 +118,9 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     try {
       const result = await this.rpc.request('gateway/chat', params, token);
       if (result.usage) {
-        progress.report(usageDataPart(result.usage));
-        this.hooks.onUsage(
-          this.models.find((m) => m.id === model.id),
-          result.usage,
-        );
+        const entry = this.models.find((m) => m.id === model.id);
+        progress.report(usageDataPart(result.usage, entry?.budgetFactor)); // in the unit of the window VS Code has
+        this.hooks.onUsage(entry, result.usage); // the status bar shows real tokens
       }
     } catch (error) {
       if (token.isCancellationRequested || isCancellation(error)) return;
@@ -161,7 +175,9 @@ function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformati
     name: model.name,
     family: model.family,
     version: model.version,
-    maxInputTokens: model.maxInputTokens,
+    // In o200k tokens, the unit Copilot counts messages in (rfcs/0004, "One budget unit"); the tooltip
+    // and the status bar show real tokens.
+    maxInputTokens: model.budgetInputTokens,
     maxOutputTokens: model.maxOutputTokens,
     tooltip: model.tooltip,
     detail: model.detail,

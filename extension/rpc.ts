@@ -19,7 +19,7 @@ interface NotificationSource {
 }
 
 /** The sidecar's notifications: `gateway/parts` to the request they belong to, `gateway/calibration`
- * to whoever counts tokens. */
+ * (a model's window moved) to the provider, which fetches the model list again. */
 export class PartsRouter {
   private readonly handlers = new Map<string, (parts: StreamPart[]) => void>();
   onCalibration: (calibration: Calibration) => void = () => undefined;

@@ -51,8 +51,15 @@ export function checkModels(raw: unknown): Checked<ModelEntry[]> {
   if (raw === undefined) return { value: [], dropped: 0 };
   if (!Array.isArray(raw)) return { value: [], dropped: 1 };
   const seen = new Set<string>();
-  const value = raw.filter((entry): entry is ModelEntry => isModel(entry) && !seen.has(entry.id) && !!seen.add(entry.id));
+  const value = raw.map(withBudget).filter((entry): entry is ModelEntry => isModel(entry) && !seen.has(entry.id) && !!seen.add(entry.id));
   return { value, dropped: raw.length - value.length };
+}
+
+/** An entry saved before the budget unit (RFC 0004) has neither budget field: it was advertised in
+ * real tokens, as with a factor of 1. Kept as that rather than dropped with a warning. */
+function withBudget(entry: unknown): unknown {
+  if (typeof entry !== 'object' || entry === null || 'budgetFactor' in entry || 'budgetInputTokens' in entry) return entry;
+  return { ...entry, budgetFactor: 1, budgetInputTokens: (entry as { maxInputTokens?: unknown }).maxInputTokens };
 }
 
 type Checks<T> = { [K in keyof T]-?: (value: unknown) => boolean };
@@ -76,6 +83,8 @@ const MODEL: Checks<ModelEntry> = {
   description: isString,
   tooltip: isString,
   detail: isString,
+  budgetFactor: (value) => typeof value === 'number' && value >= 0.5 && value <= 3,
+  budgetInputTokens: isTokenLimit,
 };
 
 function isModel(entry: unknown): entry is ModelEntry {

@@ -1,7 +1,8 @@
 // provideTokenCount is called thousands of times per agent iteration, one await at a time: answer
 // repeats from memory (kept across restarts), learn the tool strings before Copilot asks, and send
-// misses that arrive together as one gateway/countTokens call. Counts are exact tiktoken counts,
-// scaled by the per-model calibration the sidecar learns (rfcs/0004-token-accounting.md).
+// misses that arrive together as one gateway/countTokens call. Counts are exact o200k (or cl100k)
+// counts, unscaled: Copilot measures the messages with its own o200k tokenizer, and the model's window
+// is advertised in the same unit (rfcs/0004-token-accounting.md, "One budget unit").
 import * as crypto from 'node:crypto';
 import type { Rpc } from './rpc';
 import { checkCounts, SavedCounts } from './saved';
@@ -26,7 +27,6 @@ export class TokenCounter {
   private entries = 0;
   private persisted = new Map<string, number>(); // sha1 of `model NUL text` → exact count, from disk
   private readonly public = new Set<string>(); // `model NUL text` of tool strings: safe to keep as plain text
-  private readonly factors = new Map<string, number>();
   // Messages by model → role → text of their one text part, or by object (rfcs/0004).
   private readonly messageTexts = new Map<string, Map<number, Map<string, number>>>();
   private readonly byObject = new WeakMap<object, Map<string, number>>();
@@ -40,15 +40,14 @@ export class TokenCounter {
     private readonly capacity = 100_000,
   ) {}
 
-  /** The scaled count when it is known (memory or disk), without asking the sidecar. */
+  /** The count when it is known (memory or disk), without asking the sidecar. */
   known(model: string, text: string): number | undefined {
-    const exact = this.memo.get(model)?.get(text) ?? this.fromDisk(model, text);
-    return exact === undefined ? undefined : this.scaled(model, exact);
+    return this.memo.get(model)?.get(text) ?? this.fromDisk(model, text);
   }
 
   count(model: string, item: string | MessageIn): Promise<number> {
     const exact = this.exact(model, item);
-    return settle(exact, (n) => this.scaled(model, n));
+    return typeof exact === 'number' ? Promise.resolve(exact) : exact;
   }
 
   /** The exact count: from memory, from disk, or asked of the sidecar. */
@@ -86,19 +85,19 @@ export class TokenCounter {
     if (soleText === undefined) return this.countOther(model, message, serialize);
     const byText = this.soleTexts(model, role);
     const known = byText.get(soleText);
-    if (known !== undefined) return Promise.resolve(this.scaled(model, known));
+    if (known !== undefined) return Promise.resolve(known);
     const key = `\u0002${role}\u0000${soleText}`;
     const exact = this.memo.get(model)?.get(key) ?? this.fromDisk(model, key) ?? this.ask(model, serialize(), key);
-    const remember = (count: number): number => (byText.set(soleText, count), this.scaled(model, count));
+    const remember = (count: number): number => (byText.set(soleText, count), count);
     return settle(exact, remember);
   }
 
   private countOther(model: string, message: object, serialize: () => MessageIn): Promise<number> {
     const known = this.byObject.get(message)?.get(model);
-    if (known !== undefined) return Promise.resolve(this.scaled(model, known));
+    if (known !== undefined) return Promise.resolve(known);
     const remember = (count: number): number => {
       this.byObject.set(message, (this.byObject.get(message) ?? new Map<string, number>()).set(model, count));
-      return this.scaled(model, count);
+      return count;
     };
     const exact = this.exact(model, serialize());
     return settle(exact, remember);
@@ -119,10 +118,6 @@ export class TokenCounter {
     unique.forEach((t) => this.public.add(keyOf(model, t)));
     const missing = unique.filter((t) => this.memo.get(model)?.has(t) !== true && this.fromDisk(model, t) === undefined);
     if (missing.length) await Promise.all(missing.map((t) => this.count(model, t)));
-  }
-
-  setFactor(model: string, factor: number): void {
-    this.factors.set(model, factor);
   }
 
   /** What to write to disk: tool strings as they are (public, and read back without hashing),
@@ -160,11 +155,6 @@ export class TokenCounter {
   /** How many counts are held in memory. */
   get size(): number {
     return this.entries;
-  }
-
-  private scaled(model: string, exact: number): number {
-    const factor = this.factors.get(model) ?? 1;
-    return factor === 1 ? exact : Math.round(exact * factor);
   }
 
   private fromDisk(model: string, text: string): number | undefined {

@@ -97,13 +97,18 @@ export function toResponsePart(part: StreamPart, thinking: ThinkingMode): vscode
   }
 }
 
-/** The usage data part newer Copilot reads to fill its context-window indicator. */
-export function usageDataPart(usage: UsagePart): vscode.LanguageModelDataPart {
+/** The usage data part newer Copilot reads for its context-window indicator and its background
+ * compaction, in the unit of the window it was given: the gateway's (real) tokens divided by the
+ * factor that window was computed with (rfcs/0004-token-accounting.md, "One budget unit"). */
+export function usageDataPart(usage: UsagePart, factor = 1): vscode.LanguageModelDataPart {
+  const scale = Number.isFinite(factor) && factor > 0 ? 1 / factor : 1;
+  const prompt = Math.round(usage.inputTokens * scale);
+  const completion = Math.round(usage.outputTokens * scale);
   const payload = {
-    prompt_tokens: usage.inputTokens,
-    completion_tokens: usage.outputTokens,
-    total_tokens: usage.totalTokens,
-    prompt_tokens_details: { cached_tokens: usage.cachedTokens },
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: Math.min(prompt, Math.round(usage.cachedTokens * scale)) },
   };
   return new vscode.LanguageModelDataPart(Buffer.from(JSON.stringify(payload)), 'usage');
 }

@@ -1,8 +1,8 @@
 """A real HTTP server on 127.0.0.1 that speaks like the Vercel AI Gateway, by scenario.
 
 The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the last user message,
-or the model id (`fake/<scenario>`); `GET …/echo-key/…/models` and `GET …/hostile/…/models` pick a
-catalogue answer by the base URL's path. Every request is
+or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hostile/…/models` and
+`GET …/tokenizer/…/models` pick a catalogue answer by the base URL's path. Every request is
 recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
 other processes (Node, VS Code) can assert what reached the gateway.
 
@@ -36,6 +36,8 @@ USAGE = {
     "input_tokens_details": {"cached_tokens": 10},
     "output_tokens_details": {"reasoning_tokens": 3},
 }
+
+TOKENIZER_WINDOW, TOKENIZER_MAX_OUTPUT = 60000, 8192
 
 MODELS = [
     {
@@ -80,6 +82,18 @@ MODELS = [
     {"id": "fake/embed", "name": "Fake Embedding", "type": "embedding", "owned_by": "fake"},
     AGENT_MODEL,
 ]
+# Listed too under a base URL with `/tokenizer/` in its path: the `tokenizer` scenario by model id,
+# a provider counting 1.35× o200k that enforces the input limit of this window (window − max output).
+TOKENIZER_MODEL = {
+    "id": "fake/tokenizer",
+    "name": "Fake Tokenizer 1.35x",
+    "type": "language",
+    "owned_by": "fake",
+    "context_window": TOKENIZER_WINDOW,
+    "max_tokens": TOKENIZER_MAX_OUTPUT,
+    "tags": ["tool-use"],
+    "pricing": {"input": "0.000003", "output": "0.000015"},
+}
 
 # What a careless or hostile gateway lists: numbers JSON cannot carry (Python's parser reads them as
 # inf/nan), negative and absurd values, wrong types, and entries that are not objects at all.
@@ -200,6 +214,7 @@ class ChunkedWriter:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: FakeServer
+    usage: dict[str, Any] | None = None  # replaces the usage of the terminal event (the tokenizer scenario)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -236,6 +251,8 @@ class Handler(BaseHTTPRequestHandler):
         """Write events; False (and the time noted) when the client has gone away."""
         try:
             for event in events:
+                if self.usage is not None and event["type"] in ("response.completed", "response.incomplete"):
+                    event = {**event, "response": {**event["response"], "usage": self.usage}}
                 self.wfile.write(sse(event))
                 self.wfile.flush()
                 if "first_write" not in entry:
@@ -261,6 +278,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(401, echo_key_error(self.headers.get("authorization")))
             elif "/hostile/" in self.path:
                 self._raw(200, HOSTILE_MODELS, "application/json")
+            elif "/tokenizer/" in self.path:
+                self._json(200, {"object": "list", "data": [*MODELS, TOKENIZER_MODEL]})
             else:
                 self._json(200, {"object": "list", "data": MODELS})
         elif self.path == "/_requests":
@@ -332,6 +351,9 @@ def tool_outputs(body: dict[str, Any]) -> list[str]:
 def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
     created = {"type": "response.created", "response": response_obj("in_progress")}
     if serve_hostile(h, scenario, entry):
+        return
+    if scenario == "tokenizer" or scenario.startswith("tokenizer:"):
+        serve_tokenizer(h, scenario, body, entry)
         return
     if scenario == "overflow" or scenario.startswith("overflow:"):  # overflow:N names a limit of N tokens
         limit = int(scenario.partition(":")[2] or 200000)
@@ -492,6 +514,29 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         h._send(entry, [created, *text_events([json.dumps(body)]), completed()])
         return
     h._send(entry, [created, *text_events(ANSWER), completed()])
+
+
+def serve_tokenizer(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
+    """`tokenizer[:FACTOR[:LIMIT[:SCENARIO]]]`: a provider whose tokenizer counts FACTOR (1.35) times
+    o200k and which enforces a LIMIT on the input as it counts it (fake/tokenizer's window minus its
+    max output, 51,808, as a provider that keeps room for the answer): over it, an overflow error as
+    Anthropic words it; within it, SCENARIO (text) with the input tokens it counted."""
+    from gateway_lm.tokens import count_request
+
+    _, _, rest = scenario.partition(":")
+    factor_text, _, rest = rest.partition(":")
+    limit_text, _, inner = rest.partition(":")
+    factor = float(factor_text or 1.35)
+    limit = int(limit_text or TOKENIZER_WINDOW - TOKENIZER_MAX_OUTPUT)
+    reported = round(factor * count_request(body, str(body.get("model"))))
+    entry["input_tokens"] = reported
+    if reported > limit:
+        message = f"prompt is too long: {reported} tokens > {limit} maximum"
+        h._json(400, {"error": {"message": message, "type": "invalid_request_error"}})
+        return
+    h.usage = {**USAGE, "input_tokens": reported, "total_tokens": reported + USAGE["output_tokens"]}
+    h.usage["input_tokens_details"] = {"cached_tokens": 0}
+    serve_scenario(h, inner or "text", body, entry)
 
 
 def serve_agent_read(

@@ -124,12 +124,12 @@ async def test_sidecar_calibrates_persists_and_learns_limits(gateway: FakeServer
     finally:
         await side.stop()
     again = Sidecar()
-    remembered: list[dict[str, Any]] = []
-    again.client.feature("gateway/calibration")(lambda params: remembered.append(params))
     await again.start(gateway.base_url, {"stateDir": str(tmp_path)})
     try:
-        await asyncio.sleep(0.1)
-        assert remembered == [{"model": "fake/text", "factor": calibrations[0]["factor"]}]
+        # What an earlier session learned shapes the window Copilot budgets with (rfcs/0004).
+        models = {m["id"]: m for m in (await again.request("gateway/models", {}))["models"]}
+        assert models["fake/text"]["budgetFactor"] == calibrations[0]["factor"]
+        assert models["fake/text"]["budgetInputTokens"] == int((200000 - 16384) / calibrations[0]["factor"])
     finally:
         await again.stop()
 

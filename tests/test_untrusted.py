@@ -72,9 +72,9 @@ async def test_numbers_from_disk_and_the_catalogue_reach_the_wire_as_json(gatewa
         calibrations = side.notifications("gateway/calibration")
         record(
             "accounting.json: factors NaN/-5/1e300/Infinity, limit 1e999",
-            "starts; only the valid factor is sent",
+            "starts; the bad factors are dropped (the model list carries the rest)",
             f"started={'result' in started}, sent {calibrations}, {len(side.invalid)} invalid frames",
-            "result" in started and calibrations == [{"model": "good", "factor": 1.25}] and not side.invalid,
+            "result" in started and calibrations == [] and not side.invalid,
         )
         listed = await side.request("gateway/models", {})
         models = {m["id"]: m for m in listed.get("result", {}).get("models", [])}
@@ -84,6 +84,7 @@ async def test_numbers_from_disk_and_the_catalogue_reach_the_wire_as_json(gatewa
             and models.get("hostile/absurd", {}).get("pricing", {}).get("output") is None
             and models.get("hostile/nan-price", {}).get("pricing")
             == dict.fromkeys(("input", "output", "cacheRead", "cacheWrite"))
+            and models.get("fake/text", {}).get("budgetFactor") == 1.0  # its NaN factor was dropped
         )
         record(
             "catalogue: prices NaN/1e400/-1, windows 1e400/NaN/1e300, tags 5, junk entries",

@@ -58,7 +58,8 @@ class PartsNotification(TypedDict):
 
 
 class Calibration(TypedDict):
-    """The factor the sidecar learned for a model's counts (rfcs/0004-token-accounting.md)."""
+    """A model's learned factor moved the window Copilot budgets with (rfcs/0004-token-accounting.md):
+    the model list has changed, and the extension fetches it again."""
 
     model: str
     factor: float

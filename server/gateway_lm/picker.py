@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
+from .budget import advertised_window
 from .models import ModelInfo
 
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
 
 
 class ModelEntry(ModelInfo):
-    """One model of `gateway/models`: the catalogue's fields and what the picker shows of it."""
+    """One model of `gateway/models`: the catalogue's fields (real tokens), what the picker shows of
+    it, and the window Copilot budgets with, in o200k tokens (budget.py)."""
 
     tooltip: str
     detail: str
+    budgetFactor: float  # real tokens per o200k token that budgetInputTokens was computed with
+    budgetInputTokens: int  # maxInputTokens / budgetFactor: what VS Code is told as maxInputTokens
 
 
-def picker_entry(model: ModelInfo) -> ModelEntry:
-    return ModelEntry(**dict(model), tooltip=tooltip(model), detail=detail(model))
+def picker_entry(model: ModelInfo, factor: float = 1.0) -> ModelEntry:
+    return ModelEntry(
+        **dict(model),
+        tooltip=tooltip(model, factor),
+        detail=detail(model),
+        budgetFactor=factor,
+        budgetInputTokens=advertised_window(model.maxInputTokens, factor),
+    )
 
 
-def tooltip(model: ModelInfo) -> str:
+def tooltip(model: ModelInfo, factor: float = 1.0) -> str:
     lines = [
         f"{model.name} ({model.id}) by {model.ownedBy}",
         f"Context {_k(model.contextWindow)} tokens, up to {_k(model.maxOutputTokens)} out",
     ]
+    if abs(factor - 1) >= 0.005:  # the real numbers above; how Copilot's o200k budget relates to them
+        lines.append(
+            f"Its tokenizer counts {factor:.2f}× what o200k counts: {_k(model.maxInputTokens)} input tokens"
+            f" are {_k(advertised_window(model.maxInputTokens, factor))} to Copilot's budget"
+        )
     price = _prices(model)
     if price:
         lines.append(price)

@@ -15,6 +15,7 @@ from pygls.lsp.server import LanguageServer
 
 from . import __version__
 from .accounting import Accounting
+from .budget import BudgetFactors
 from .client import GatewayClient
 from .counting import TokenService
 from .errors import GatewayError
@@ -62,6 +63,7 @@ class Sidecar:
         self._client: GatewayClient | None = None  # built by the first apply(): TLS setup costs ~50 ms
         self.models: dict[str, ModelInfo] = {}
         self.accounting = Accounting()
+        self.budget = BudgetFactors()  # the factor each advertised window was computed with
         self._background: set[asyncio.Future[None]] = set()
         self.tokens = TokenService()
         self.outbox = Outbox(None)  # given the stdout writer when serving starts
@@ -124,7 +126,8 @@ class Sidecar:
         models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
-        return {"models": [picker_entry(m) for m in models]}
+        entries = [picker_entry(m, self.budget.factor(m.id, self.accounting.factor(m.id))) for m in models]
+        return {"models": entries}
 
     def _with_learned_limit(self, model: ModelInfo) -> ModelInfo:
         limit = self.accounting.limits.get(model.id)
@@ -210,7 +213,8 @@ class Sidecar:
         async def calibrate() -> None:
             estimate = await asyncio.to_thread(count_request, body, model)
             factor = self.accounting.observe(model, estimate, reported)
-            if factor is not None:
+            # The window Copilot budgets with moves with the factor (budget.py); small moves wait.
+            if factor is not None and self.budget.moves(model, factor):
                 self.notify_calibration(model, factor)
 
         self._in_background(calibrate())
@@ -251,11 +255,6 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
         base_url = options.get("baseUrl") if isinstance(options.get("baseUrl"), str) else None
         sidecar.apply(settings, base_url)
         sidecar.tokens.schedule_preload()  # off the path of the first answer (rfcs/0005-performance.md)
-
-    @server.feature(types.INITIALIZED)
-    def on_initialized(_: types.InitializedParams) -> None:
-        for model, factor in sidecar.accounting.factors.items():  # what earlier sessions learned
-            sidecar.notify_calibration(model, factor)
 
     async def models(params: object) -> dict[str, list[dict[str, Any]]]:
         listed = await sidecar.models_list(params)

@@ -139,6 +139,8 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     description: '',
     tooltip: '',
     detail: '',
+    budgetFactor: 1,
+    budgetInputTokens: 900,
   };
   const models = [
     { id: 5 },

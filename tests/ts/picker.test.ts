@@ -24,6 +24,8 @@ const model = (id: string): ModelEntry => ({
   description: '',
   tooltip: '',
   detail: '',
+  budgetFactor: 1,
+  budgetInputTokens: 900,
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */

@@ -21,6 +21,8 @@ const sonnet: ModelEntry = {
   description: '',
   tooltip: '',
   detail: '',
+  budgetFactor: 1,
+  budgetInputTokens: 183_616,
 };
 const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
   type: 'usage',

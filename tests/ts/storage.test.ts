@@ -28,6 +28,8 @@ const MODEL: ModelEntry = {
   description: '',
   tooltip: '',
   detail: '',
+  budgetFactor: 1,
+  budgetInputTokens: 900,
 };
 
 const dirs: string[] = [];
@@ -105,11 +107,21 @@ test('model cache: entries of the wrong shape are dropped one by one; duplicates
     { ...MODEL, tags: [1] },
     { ...MODEL, ownedBy: undefined },
     { ...MODEL, description: 3 },
+    { ...MODEL, budgetFactor: NaN },
+    { ...MODEL, budgetFactor: 10 },
+    { ...MODEL, budgetInputTokens: -1 },
   ];
   const second = { ...MODEL, id: 'c/d' };
   const { value, dropped } = checkModels([...bad, MODEL, { ...MODEL, name: 'duplicate' }, second]);
   assert.deepEqual(value, [MODEL, second]);
   assert.equal(dropped, bad.length + 1);
+});
+
+test('models.json saved before the budget unit: its entries are kept, in real tokens as with a factor of 1', () => {
+  const { budgetFactor: _factor, budgetInputTokens: _tokens, ...old } = { ...MODEL, maxInputTokens: 700 };
+  const { value, dropped } = checkModels([old]);
+  assert.equal(dropped, 0);
+  assert.deepEqual(value, [{ ...old, budgetFactor: 1, budgetInputTokens: 700 }]);
 });
 
 test('readJson: a missing file is quiet; an unreadable or invalid one is one warning; nothing throws', async () => {

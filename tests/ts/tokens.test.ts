@@ -95,15 +95,6 @@ test('prefetch counts every tool string in one request; the walk is then answere
   assert.equal(calls.length, 1);
 });
 
-test('calibration scales counts per model; exact counts stay in memory', async () => {
-  const { rpc } = countingRpc();
-  const counter = new TokenCounter(rpc);
-  assert.equal(await counter.count('claude', 'x'.repeat(100)), 100);
-  counter.setFactor('claude', 1.3);
-  assert.equal(await counter.count('claude', 'x'.repeat(100)), 130);
-  assert.equal(await counter.count('gpt', 'x'.repeat(100)), 100);
-});
-
 test('counts survive a restart without a round trip, and keep no prompt text on disk', async () => {
   const { rpc, calls } = countingRpc();
   const first = new TokenCounter(rpc);
