@@ -51,7 +51,6 @@ before(async () => {
     loadCache: async () => [] as ModelEntry[],
     saveCache: async () => undefined,
     onUsage: (model, usage) => state.usage.push({ model, usage }),
-    onError() {},
     tools: () => [],
     log: { info() {}, warn() {}, error() {} },
   });
