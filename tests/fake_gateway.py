@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from fake_reasoning import serve_strict_reasoning
+
 FIXTURES = Path(__file__).parent / "fixtures"
 ANSWER = ["Hello", " from", " the", " fake", " gateway", "."]
 USAGE = {
@@ -363,6 +365,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
             h.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        return
+    if scenario.startswith("strict-reasoning"):
+        serve_strict_reasoning(h, scenario, body, entry, created)
         return
     h._start_stream()
     if scenario == "echo-key-stream":

@@ -4,11 +4,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
 
-const { cache, dirs, gateway, port, env } = await host.prepareRun('ui', {
-  'chat.byokUtilityModelDefault': 'none',
-  'chat.agentHost.allowSignedOutWhenUsable': true,
-  'workbench.colorTheme': 'Default Dark Modern',
-}, { keyInEnvironment: false }); // the key is typed in, as a new user would
+const { cache, dirs, gateway, port, env } = await host.prepareRun(
+  'ui',
+  {
+    'chat.byokUtilityModelDefault': 'none',
+    'chat.agentHost.allowSignedOutWhenUsable': true,
+    'workbench.colorTheme': 'Default Dark Modern',
+  },
+  { keyInEnvironment: false },
+); // the key is typed in, as a new user would
 const artifacts = host.ARTIFACTS;
 const vsix = host.VSIX;
 const notes = path.join(dirs.ws, 'notes.txt');
@@ -36,7 +40,12 @@ async function runCommand(title) {
     await input.waitFor();
     await input.fill(`>${title}`);
     const row = page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first();
-    if (await row.waitFor({ timeout: 5_000 }).then(() => true, () => false)) {
+    if (
+      await row.waitFor({ timeout: 5_000 }).then(
+        () => true,
+        () => false,
+      )
+    ) {
       await page.keyboard.press('Enter');
       return;
     }
@@ -146,8 +155,16 @@ try {
     await send('[scenario:reasoning] Think first');
     await responses().last().getByText('Hello from the fake gateway.').waitFor({ timeout: 60_000 });
     // Copilot folds the thinking block into "Completed N steps": open it as a user would.
-    await responses().last().getByText(/Completed \d+ steps?/).first().click();
-    await responses().last().getByText(/Finished/).first().click();
+    await responses()
+      .last()
+      .getByText(/Completed \d+ steps?/)
+      .first()
+      .click();
+    await responses()
+      .last()
+      .getByText(/Finished/)
+      .first()
+      .click();
     await responses().last().getByText('Thinking about it.', { exact: false }).first().waitFor({ timeout: 10_000 });
   });
 
@@ -160,6 +177,25 @@ try {
     await pickModel('Fake Tools');
     await send(`[scenario:agent-read:${notes}] What does notes.txt say?`);
     await responses().last().getByText('PINEAPPLE', { exact: false }).first().waitFor({ timeout: 90_000 });
+  });
+
+  // Issue 12, part 3: a gateway that refuses a tool turn without the reasoning that preceded the
+  // call (tests/fake_reasoning.py). Copilot must hand the reasoning back on both tool turns.
+  await step('reasoning-across-tool-turns', async () => {
+    await pickModel('Fake Reasoning');
+    await send(`[scenario:strict-reasoning:${notes}] Read notes.txt twice`);
+    await responses().last().getByText('Done after 2 tool calls.', { exact: false }).first().waitFor({ timeout: 120_000 });
+    await responses().last().getByText('PINEAPPLE', { exact: false }).first().waitFor({ timeout: 10_000 });
+    const log = await (await fetch(`${gateway}/_requests`)).json();
+    const strict = log.filter((entry) => entry.scenario.startsWith('strict-reasoning'));
+    assert.ok(strict.every((entry) => entry.body.include?.includes('reasoning.encrypted_content')));
+    const kinds = strict
+      .at(-1)
+      .body.input.map((item) => item.type)
+      .filter((type) => type === 'reasoning' || type === 'function_call');
+    assert.deepEqual(kinds, ['reasoning', 'function_call', 'reasoning', 'function_call'], 'each call after its reasoning');
+    const chat = await page.locator('.part.auxiliarybar').innerText();
+    assert.ok(!chat.includes('OPAQUE-REASONING'), 'encrypted reasoning is never shown');
   });
 } catch (error) {
   failed = 1;
