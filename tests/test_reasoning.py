@@ -21,7 +21,7 @@ from conftest import text_of
 from fake_gateway import FakeServer
 from fake_reasoning import MARKER, STEPS
 from gateway_lm.adapt import adapt_stream
-from gateway_lm.protocol import PartOut
+from gateway_lm.protocol import MAX_ENCRYPTED, PartOut
 from gateway_lm.replay import events_from_recording
 from sidecar_client import Sidecar
 from test_translate import assert_valid, body_for, msg, text
@@ -237,3 +237,27 @@ def test_other_models_reasoning_and_repeats_are_left_out() -> None:
     )
     assert [i.get("id") for i in body["input"] if i["type"] == "reasoning"] == ["rs_1"]
     assert "include" not in body_for([msg(1, text("hi"))])  # a model not known to reason, no reasoning
+
+
+def test_each_item_names_the_call_after_it_and_oversized_items_stay_behind(caplog: pytest.LogCaptureFixture) -> None:
+    def reasoning(index: int, item_id: str, encrypted: str) -> dict[str, Any]:
+        item = {"type": "reasoning", "id": item_id, "encrypted_content": encrypted, "summary": []}
+        return {"type": "response.output_item.done", "output_index": index, "item": item}
+
+    def added(index: int, item: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "response.output_item.added", "output_index": index, "item": item}
+
+    events = [
+        reasoning(0, "rs_a", "A"),
+        added(1, {"type": "message", "id": "msg_1"}),
+        reasoning(2, "rs_b", "B"),
+        reasoning(3, "rs_c", "C"),
+        added(4, {"type": "function_call", "call_id": "c1", "name": "read"}),
+        reasoning(5, "rs_big", "x" * (MAX_ENCRYPTED + 1)),
+        {"type": "response.completed", "response": {"id": "r", "output": []}},
+    ]
+    parts: list[PartOut] = []
+    adapt_stream(events, parts, model="openai/gpt-5")
+    (state,) = [p for p in parts if p["type"] == "reasoningState"]
+    assert [(i["id"], i["before"]) for i in state["items"]] == [("rs_a", None), ("rs_b", "c1"), ("rs_c", "c1")]
+    assert "1 reasoning items were too large or too many" in caplog.text

@@ -58,13 +58,15 @@ class ReasoningLog:
 
     def part(self, model: str) -> ReasoningStatePart | None:
         """The state to hand on, or None when no item carried encrypted content."""
-        if self._too_large:
+        items = _unique(self._placed())
+        left_out = self._too_large + max(0, len(items) - MAX_REASONING_ITEMS)
+        if left_out:
             log.warning(
-                "%d reasoning items were too large to carry to the next turn; a provider that needs them"
-                " may refuse the next tool turn",
-                self._too_large,
+                "%d reasoning items were too large or too many to carry to the next turn; a provider that"
+                " needs them may refuse the next tool turn",
+                left_out,
             )
-        items = _unique(self._placed())[:MAX_REASONING_ITEMS]
+        items = items[:MAX_REASONING_ITEMS]
         if not items or not model:
             return None
         return {"type": "reasoningState", "model": model, "items": items}
