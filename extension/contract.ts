@@ -2,7 +2,7 @@
 // Source: server/gateway_lm/contract.py (the pydantic models and TypedDicts the sidecar reads and
 // writes), through scripts/gen-contract.mjs and json-schema-to-typescript.
 
-export type StreamPart = TextPart | ThinkingPart | ToolCallPart | UsagePart | FinishPart;
+export type StreamPart = TextPart | ThinkingPart | ToolCallPart | ReasoningStatePart | UsagePart | FinishPart;
 export type ErrorKind =
   'auth' | 'forbidden' | 'not_found' | 'rate_limited' | 'context_overflow' | 'bad_request' | 'upstream' | 'network' | 'timeout' | 'protocol' | 'internal';
 
@@ -112,6 +112,29 @@ export interface ThinkingIn {
   type: 'thinking';
   value?: string | string[];
   id?: string | null;
+  state?: ReasoningStateIn | null;
+}
+/**
+ * What a `reasoningState` part carried, back from the history: the model that reasoned.
+ */
+export interface ReasoningStateIn {
+  model: string;
+  /**
+   * @maxItems 64
+   */
+  items: ReasoningItemIn[];
+}
+/**
+ * A reasoning item as the extension hands it back (`ReasoningItem`, read as untrusted).
+ */
+export interface ReasoningItemIn {
+  id: string;
+  encryptedContent: string;
+  /**
+   * @maxItems 32
+   */
+  summary?: string[];
+  before?: string | null;
 }
 export interface ToolIn {
   name: string;
@@ -195,6 +218,22 @@ export interface ToolCallPart {
   input: {
     [k: string]: unknown;
   };
+}
+/**
+ * The encrypted reasoning of a response, for the model's next turn (rfcs/0002, "The reasoning
+ * round trip"). Opaque: never shown; the extension hands it to VS Code as thinking metadata, which
+ * comes back in the history as `ThinkingIn.state`.
+ */
+export interface ReasoningStatePart {
+  type: 'reasoningState';
+  model: string;
+  items: ReasoningItem[];
+}
+export interface ReasoningItem {
+  id: string;
+  encryptedContent: string;
+  summary: string[];
+  before: string | null;
 }
 export interface FinishPart {
   type: 'finish';

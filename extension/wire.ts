@@ -2,7 +2,7 @@
 // (extension/contract.ts, rfcs/0003-rpc-contract.md). Serialisation is the only place that knows the
 // shape of VS Code's parts.
 import * as vscode from 'vscode';
-import type { MessageIn, StreamPart, ToolResultIn, UsagePart } from './contract';
+import type { MessageIn, ReasoningStateIn, ReasoningStatePart, StreamPart, ToolResultIn, UsagePart } from './contract';
 
 /** A part of a message, and of a tool result, as the sidecar reads them. */
 type WirePart = NonNullable<MessageIn['content']>[number];
@@ -10,7 +10,13 @@ type ResultPart = NonNullable<ToolResultIn['content']>[number];
 
 export type ThinkingMode = 'auto' | 'text' | 'hidden';
 
-type ThinkingCtor = new (value: string | string[], id?: string) => vscode.LanguageModelResponsePart;
+type Metadata = { readonly [key: string]: unknown };
+type ThinkingCtor = new (value: string | string[], id?: string, metadata?: Metadata) => vscode.LanguageModelResponsePart;
+
+/** Where a response's encrypted reasoning rides in a thinking part's metadata: Copilot Chat keeps a
+ * thinking part's id and metadata and hands them back with the history of the next request, and it
+ * drops data parts of a MIME type it does not know (rfcs/0002, "The reasoning round trip"). */
+export const REASONING_METADATA_KEY = 'vercelAiGateway.reasoning';
 
 /** The proposed LanguageModelThinkingPart, when this VS Code has it at runtime. */
 function thinkingClass(): ThinkingCtor | undefined {
@@ -47,7 +53,12 @@ function serializePart(part: unknown, withData: boolean): WirePart | undefined {
   // Thinking first: its `value` would otherwise read as text.
   const Thinking = thinkingClass();
   if (Thinking && part instanceof Thinking) {
-    const thinking = part as unknown as { value: string | string[]; id?: string };
+    const thinking = part as unknown as { value: string | string[]; id?: string; metadata?: Metadata };
+    const state = thinking.metadata?.[REASONING_METADATA_KEY];
+    // The sidecar validates the state (untrusted, like all history); counting tokens needs none of it.
+    if (withData && typeof state === 'object' && state !== null) {
+      return { type: 'thinking', value: thinking.value, id: thinking.id ?? null, state: state as ReasoningStateIn };
+    }
     return { type: 'thinking', value: thinking.value, id: thinking.id ?? null };
   }
   return serializeByShape(part, withData);
@@ -92,9 +103,21 @@ export function toResponsePart(part: StreamPart, thinking: ThinkingMode): vscode
       if (Thinking) return new Thinking(part.value, part.id ?? undefined);
       return thinking === 'text' ? new vscode.LanguageModelTextPart(part.value) : undefined;
     }
+    case 'reasoningState':
+      return reasoningPart(part);
     default:
       return undefined;
   }
+}
+
+/** A response's encrypted reasoning as an empty thinking part that carries it in its metadata, under
+ * the id of the last reasoning item (the thinking block it belongs to). Whatever the thinking setting
+ * says, it is never text: without the thinking class there is no round trip. */
+function reasoningPart(part: ReasoningStatePart): vscode.LanguageModelResponsePart | undefined {
+  const Thinking = thinkingClass();
+  if (!Thinking || part.items.length === 0) return undefined;
+  const state: ReasoningStateIn = { model: part.model, items: part.items };
+  return new Thinking('', part.items[part.items.length - 1].id, { [REASONING_METADATA_KEY]: state });
 }
 
 /** The usage data part newer Copilot reads for its context-window indicator and its background

@@ -26,6 +26,7 @@ from typing import Any
 
 from fake_agent import MODEL as AGENT_MODEL
 from fake_agent import serve_agent_loop
+from fake_reasoning import serve_strict_reasoning
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ANSWER = ["Hello", " from", " the", " fake", " gateway", "."]
@@ -398,6 +399,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
             h.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        return
+    if scenario.startswith("strict-reasoning"):
+        serve_strict_reasoning(h, scenario, body, entry, created)
         return
     h._start_stream()
     if scenario == "echo-key-stream":

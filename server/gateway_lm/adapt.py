@@ -6,7 +6,9 @@ See rfcs/0002-stream-state-machine.md. In short:
   add what the deltas missed, so nothing is shown twice;
 - a function call is emitted once per `call_id`, when its item is done (or, failing that, at the
   terminal event from whatever arguments arrived), with arguments parsed;
-- a stream that ends without `response.completed|incomplete|failed` is an error.
+- a stream that ends without `response.completed|incomplete|failed` is an error;
+- the encrypted reasoning of the response leaves as one `reasoningState` part at its end, for the
+  next tool turn (reasoning.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from .errors import GatewayError, error_from_stream, with_advice
 from .items import Event, Key, OutputItems
 from .protocol import FinishReason, PartOut, UsagePart
+from .reasoning import ReasoningLog
 from .shown import Shown
 from .toolnames import ToolNameMap
 from .usage import usage_from
@@ -34,8 +37,10 @@ _REASONING_DONES = (
 
 
 class StreamAdapter:
-    def __init__(self, names: ToolNameMap | None = None) -> None:
+    def __init__(self, names: ToolNameMap | None = None, model: str = "") -> None:
         self._items = OutputItems(names or ToolNameMap([]))
+        self._model = model  # the model that reasons, named in the reasoning state
+        self._reasoning = ReasoningLog()
         self._shown = Shown()
         self._error: GatewayError | None = None
         self._refused = False
@@ -185,6 +190,7 @@ class StreamAdapter:
 
     def _on_item_added(self, event: Event) -> list[PartOut]:
         self._items.track(event)
+        self._reasoning.see(self._items.key(event), event.get("item"))
         return []
 
     def _on_item_done(self, event: Event) -> list[PartOut]:
@@ -193,6 +199,7 @@ class StreamAdapter:
         if item is None or not isinstance(raw, dict):
             return []
         key = self._items.key(event)
+        self._reasoning.see(key, raw)
         if item.type == "function_call":
             return self._items.emit_call(item)
         if item.type == "message":
@@ -229,6 +236,10 @@ class StreamAdapter:
         response = response if isinstance(response, dict) else {}
         self._remember_response(response)
         parts = self._items.flush_calls(response)
+        self._reasoning.see_output(response.get("output"))
+        state = self._reasoning.part(self._model)
+        if state is not None:
+            parts.append(state)
         self.done = True
         self.finish_reason = self._finish_reason(response)
         self.usage = usage_from(response.get("usage"))
@@ -251,10 +262,12 @@ class StreamAdapter:
         return "stop"
 
 
-def adapt_stream(events: Iterable[Any], out: list[PartOut], names: ToolNameMap | None = None) -> StreamAdapter:
+def adapt_stream(
+    events: Iterable[Any], out: list[PartOut], names: ToolNameMap | None = None, model: str = ""
+) -> StreamAdapter:
     """A whole recorded stream: its events until the response is done, then its end (a GatewayError
     when it never finished); the parts go to `out`, which keeps those shown before a failure."""
-    adapter = StreamAdapter(names)
+    adapter = StreamAdapter(names, model)
     adapter.feed_until_done(events, out)
     out.extend(adapter.end())
     return adapter

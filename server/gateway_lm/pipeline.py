@@ -28,13 +28,15 @@ async def stream_chat(
     client: GatewayClient,
     api_key: str | None,
     outcome: ChatOutcome | None = None,
+    reasons: bool = False,
 ) -> AsyncIterator[list[PartOut]]:
-    """Batches of parts, one per network read that produced any. Raises GatewayError."""
+    """Batches of parts, one per network read that produced any. Raises GatewayError. `reasons`: the
+    catalogue says the model reasons (translate.build_request)."""
     names = ToolNameMap([tool.name for tool in request.tools])
-    body = build_request(request, settings, names)
+    body = build_request(request, settings, names, reasons)
     if outcome is not None:
         outcome.body = body
-    adapter = StreamAdapter(names)
+    adapter = StreamAdapter(names, request.model)
     events = client.stream_events(body, api_key)
     try:
         async for batch in events:

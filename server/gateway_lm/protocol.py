@@ -7,15 +7,28 @@ path, where pydantic would cost more than the whole adapter.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only on Python 3.12+ (contract.py)
 
 from .errors import ErrorKind
+
+log = logging.getLogger("gateway_lm.protocol")
 
 # ---- messages in (the extension's serialisation of VS Code messages) ----
 
@@ -48,10 +61,52 @@ class DataIn(_Part):
     data: str  # base64
 
 
+# Bounds of the reasoning a response hands on to the next turn (rfcs/0002, "The reasoning round
+# trip"). OpenAI's encrypted reasoning is a few KB per item; Anthropic's signatures and redacted
+# thinking are larger, still far below these.
+MAX_REASONING_ITEMS = 64  # per response
+MAX_ENCRYPTED = 1 << 20  # characters of one item's encrypted content
+MAX_SUMMARY = 64 * 1024  # characters of one summary part
+MAX_SUMMARY_PARTS = 32
+MAX_REASONING_ID = 256
+
+_Id = Annotated[str, Field(min_length=1, max_length=MAX_REASONING_ID)]
+
+
+class ReasoningItemIn(BaseModel):
+    """A reasoning item as the extension hands it back (`ReasoningItem`, read as untrusted)."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: _Id
+    encryptedContent: Annotated[str, Field(min_length=1, max_length=MAX_ENCRYPTED)]
+    summary: Annotated[list[Annotated[str, Field(max_length=MAX_SUMMARY)]], Field(max_length=MAX_SUMMARY_PARTS)] = []
+    before: _Id | None = None
+
+
+class ReasoningStateIn(BaseModel):
+    """What a `reasoningState` part carried, back from the history: the model that reasoned."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: _Id
+    items: Annotated[list[ReasoningItemIn], Field(max_length=MAX_REASONING_ITEMS)]
+
+
+def _state_or_none(value: Any, handler: ValidatorFunctionWrapHandler) -> ReasoningStateIn | None:
+    # History is untrusted (another extension's metadata, an older build's): a state that does not
+    # read costs that state, never the request.
+    try:
+        state: ReasoningStateIn | None = handler(value)
+    except ValidationError as error:
+        log.debug("a reasoning state in the history was dropped: %s", error.errors()[0]["msg"])
+        return None
+    return state
+
+
 class ThinkingIn(_Part):
     type: Literal["thinking"]
     value: str | list[str] = ""
     id: str | None = None
+    state: Annotated[ReasoningStateIn | None, WrapValidator(_state_or_none)] = None
 
 
 class UnknownIn(_Part):
@@ -214,6 +269,23 @@ class ToolCallPart(TypedDict):
     input: dict[str, Any]
 
 
+class ReasoningItem(TypedDict):
+    id: str
+    encryptedContent: str
+    summary: list[str]
+    before: str | None  # the call id of the function call that came right after it, if one did
+
+
+class ReasoningStatePart(TypedDict):
+    """The encrypted reasoning of a response, for the model's next turn (rfcs/0002, "The reasoning
+    round trip"). Opaque: never shown; the extension hands it to VS Code as thinking metadata, which
+    comes back in the history as `ThinkingIn.state`."""
+
+    type: Literal["reasoningState"]
+    model: str  # the model that reasoned: another model cannot read it
+    items: list[ReasoningItem]
+
+
 class UsagePart(TypedDict):
     type: Literal["usage"]
     inputTokens: int
@@ -232,7 +304,7 @@ class FinishPart(TypedDict):
     responseId: str | None
 
 
-PartOut = TextPart | ThinkingPart | ToolCallPart | UsagePart | FinishPart
+PartOut = TextPart | ThinkingPart | ToolCallPart | ReasoningStatePart | UsagePart | FinishPart
 """What a chat streams (`gateway/parts`, the CLI's --json lines). A failure is no part: it ends the
 request as an error."""
 

@@ -173,7 +173,9 @@ class Sidecar:
         )
         try:
             # Parts leave at once, or together with later ones while the previous write is pending.
-            async for parts in stream_chat(request, self.settings, self.client, request.apiKey, outcome):
+            known = self.models.get(request.model)
+            reasons = known is not None and known.reasoning
+            async for parts in stream_chat(request, self.settings, self.client, request.apiKey, outcome, reasons):
                 self.outbox.post(request.requestId, parts)
         except asyncio.CancelledError:
             self.outbox.drop(request.requestId)

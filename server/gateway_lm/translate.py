@@ -4,7 +4,9 @@ Rules that keep providers from rejecting the request:
 - every `function_call` is followed at once by its `function_call_output` (a cancelled call gets
   a synthesised output), so the pairing providers require always holds;
 - a result whose call is not in the history is kept as user text, never dropped;
-- Copilot's internal data parts and history thinking never reach the model.
+- Copilot's internal data parts and history thinking text never reach the model; the encrypted
+  reasoning that came back with it does, as `reasoning` items, and only to the model that made it
+  (reasoning.py).
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from .protocol import (
     MessageIn,
     Settings,
     TextIn,
+    ThinkingIn,
     ToolCallIn,
     ToolResultIn,
 )
+from .reasoning import reasoning_items
 from .toolnames import ToolNameMap
 
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."
@@ -40,17 +44,25 @@ SUMMARY_USER_MARKERS = (
     "the conversation has grown too large for the context window and must be compacted now",
 )
 _TEXT_DATA_TYPES = ("text/", "application/json")
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 Item = dict[str, Any]
 
 
-def build_request(request: ChatRequest, settings: Settings, names: ToolNameMap) -> dict[str, Any]:
+def build_request(
+    request: ChatRequest, settings: Settings, names: ToolNameMap, reasons: bool = False
+) -> dict[str, Any]:
+    """`reasons`: the catalogue says the model reasons. Its encrypted reasoning is then asked for (the
+    gateway stores nothing with `store: false`), to hand back on the next tool turn (reasoning.py);
+    models that do not reason refuse the `include`."""
     body: dict[str, Any] = {
         "model": request.model,
-        "input": translate_messages(request.messages, names),
+        "input": translate_messages(request.messages, names, request.model),
         "store": False,
         "stream": True,
     }
+    if reasons or _effort(request.model, settings) or any(i["type"] == "reasoning" for i in body["input"]):
+        body["include"] = [ENCRYPTED_REASONING]
     instructions = collect_instructions(request.messages)
     if instructions:
         body["instructions"] = instructions
@@ -68,8 +80,8 @@ def build_request(request: ChatRequest, settings: Settings, names: ToolNameMap) 
 
 def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    effort = settings.reasoningEffortByModel.get(model) or settings.reasoningEffort
-    if effort and effort != "default":
+    effort = _effort(model, settings)
+    if effort:
         options["reasoning"] = {"effort": effort, "summary": "auto"}
     if settings.maxOutputTokens:
         options["max_output_tokens"] = max(16, settings.maxOutputTokens)
@@ -87,6 +99,11 @@ def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
     if routing:
         options["providerOptions"] = {"gateway": routing}
     return options
+
+
+def _effort(model: str, settings: Settings) -> str | None:
+    effort = settings.reasoningEffortByModel.get(model) or settings.reasoningEffort
+    return effort if effort and effort != "default" else None
 
 
 def translate_tool(name: str, description: str, schema: dict[str, Any] | None, names: ToolNameMap) -> Item:
@@ -113,29 +130,42 @@ def collect_instructions(messages: list[MessageIn]) -> str:
     return "\n\n".join(t for t in texts if t)
 
 
-def translate_messages(messages: list[MessageIn], names: ToolNameMap) -> list[Item]:
+def translate_messages(messages: list[MessageIn], names: ToolNameMap, model: str = "") -> list[Item]:
     results = {part.callId: part for m in messages for part in m.content if isinstance(part, ToolResultIn)}
     called = {
         part.callId for m in messages if m.role == ROLE_ASSISTANT for part in m.content if isinstance(part, ToolCallIn)
     }
     items: list[Item] = []
+    reasoning_ids: set[str] = set()
     for message in messages:
         if message.role == ROLE_SYSTEM:
             continue
         if message.role == ROLE_ASSISTANT:
-            items.extend(assistant_items(message, results, names))
+            states = [p.state for p in message.content if isinstance(p, ThinkingIn) and p.state is not None]
+            reasoning = reasoning_items(states, model, reasoning_ids)
+            items.extend(assistant_items(message, results, names, reasoning))
         else:
             items.extend(user_items(message, called))
     return items
 
 
-def assistant_items(message: MessageIn, results: dict[str, ToolResultIn], names: ToolNameMap) -> list[Item]:
+def assistant_items(
+    message: MessageIn,
+    results: dict[str, ToolResultIn],
+    names: ToolNameMap,
+    reasoning: tuple[list[Item], dict[str, list[Item]]] = ([], {}),
+) -> list[Item]:
+    """The message's text, then each call with its output; its reasoning where it was: each item
+    right before the call that followed it, the others first (a message or nothing followed them)."""
+    first, before = reasoning
+    calls = {part.callId for part in message.content if isinstance(part, ToolCallIn)}
+    items: list[Item] = [*first, *(i for call_id, group in before.items() if call_id not in calls for i in group)]
     text = _joined_text(message)
-    items: list[Item] = []
     if text:
         items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
     for part in message.content:
         if isinstance(part, ToolCallIn):
+            items.extend(before.get(part.callId, ()))
             items.append(function_call_item(part, names))
             result = results.get(part.callId)
             output = function_output(result) if result is not None else CANCELLED_OUTPUT

@@ -204,6 +204,25 @@ try {
     await responses().last().getByText('PINEAPPLE', { exact: false }).first().waitFor({ timeout: 90_000 });
   });
 
+  // Issue 12, part 3: a gateway that refuses a tool turn without the reasoning that preceded the
+  // call (tests/fake_reasoning.py). Copilot must hand the reasoning back on both tool turns.
+  await step('reasoning-across-tool-turns', async () => {
+    await pickModel('Fake Reasoning');
+    await send(`[scenario:strict-reasoning:${notes}] Read notes.txt twice`);
+    await responses().last().getByText('Done after 2 tool calls.', { exact: false }).first().waitFor({ timeout: 120_000 });
+    await responses().last().getByText('PINEAPPLE', { exact: false }).first().waitFor({ timeout: 10_000 });
+    const log = await (await fetch(`${gateway}/_requests`)).json();
+    const strict = log.filter((entry) => entry.scenario.startsWith('strict-reasoning'));
+    assert.ok(strict.every((entry) => entry.body.include?.includes('reasoning.encrypted_content')));
+    const kinds = strict
+      .at(-1)
+      .body.input.map((item) => item.type)
+      .filter((type) => type === 'reasoning' || type === 'function_call');
+    assert.deepEqual(kinds, ['reasoning', 'function_call', 'reasoning', 'function_call'], 'each call after its reasoning');
+    const chat = await page.locator('.part.auxiliarybar').innerText();
+    assert.ok(!chat.includes('OPAQUE-REASONING'), 'encrypted reasoning is never shown');
+  });
+
   // Issue 12, part 4: what a user sees when things go wrong.
   const requests = async () => (await fetch(`${gateway}/_requests`)).json();
   const toastTexts = () => page.locator('.notifications-toasts .notification-toast').allInnerTexts();

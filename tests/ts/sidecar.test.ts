@@ -181,3 +181,42 @@ test('a huge text is counted in slices, exactly as the sidecar counts it whole',
   const whole = await connection.sendRequest<{ counts: number[] }>('gateway/countTokens', { model: 'openai/gpt-5', texts: [huge] });
   assert.equal(await provider.provideTokenCount(model, huge, token()), whole.counts[0]);
 });
+
+/** The assistant message Copilot Chat 0.67 sends back after a tool-calling response: one thinking part
+ * (the response's thinking joined, the last id and the last metadata reported, plus a key of its own),
+ * then the calls. */
+function asCopilotHistory(parts: unknown[]): vscode.LanguageModelChatRequestMessage {
+  const thinking = parts.filter((p) => p instanceof stub.LanguageModelThinkingPart).reverse();
+  const value = thinking
+    .map((t) => t.value)
+    .reverse()
+    .join('');
+  const metadata = thinking.find((t) => t.metadata)?.metadata;
+  const part = new stub.LanguageModelThinkingPart(value, thinking.find((t) => t.id)?.id, metadata && { ...metadata, vscode_thinking_origin_api: 'x' });
+  const calls = parts.filter((p) => p instanceof stub.LanguageModelToolCallPart);
+  return { role: 2, name: undefined, content: [part, ...calls] };
+}
+
+test('a reasoning model that refuses tool turns without its reasoning gets it back (issue 12)', async () => {
+  const tools = [{ name: 'read_file', description: 'Read a file', inputSchema: { type: 'object' } }];
+  const history = [userMessage(new stub.LanguageModelTextPart('[scenario:strict-reasoning] read the files'))];
+  const seen: unknown[] = [];
+  let parts: unknown[] = [];
+  for (let step = 0; step < 3; step++) {
+    parts = await chat('fake/reasoning', history, { tools });
+    seen.push(...parts);
+    const calls = parts.filter((p) => p instanceof stub.LanguageModelToolCallPart);
+    if (calls.length === 0) break;
+    const results = calls.map((c) => new stub.LanguageModelToolResultPart2(c.callId, [new stub.LanguageModelTextPart('contents')]));
+    history.push(asCopilotHistory(parts), userMessage(...results));
+  }
+  assert.equal(textOf(parts), 'Done after 2 tool calls.');
+  const shown = seen.flatMap((p) => (p instanceof stub.LanguageModelTextPart || p instanceof stub.LanguageModelThinkingPart ? [String(p.value)] : []));
+  assert.ok(!shown.some((v) => v.includes('OPAQUE-REASONING')), 'encrypted reasoning is never shown');
+  const log = (await (await fetch(`${gatewayUrl}/_requests`)).json()) as { body: { input: { type: string }[] } }[];
+  const kinds = log
+    .at(-1)!
+    .body.input.map((i) => i.type)
+    .filter((t) => t !== 'message');
+  assert.deepEqual(kinds, ['reasoning', 'function_call', 'function_call_output', 'reasoning', 'function_call', 'function_call_output']);
+});

@@ -35,6 +35,7 @@ export class LanguageModelThinkingPart {
   constructor(
     public value: string | string[],
     public id?: string,
+    public metadata?: { readonly [key: string]: unknown },
   ) {}
 }
 export const LanguageModelChatMessageRole = { User: 1, Assistant: 2 } as const;

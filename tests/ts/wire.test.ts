@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { CHOOSE_INTERPRETER, fromRpcError, isCancellation, SHOW_LOGS, showError } from '../../extension/errors';
-import { serializeMessage, toResponsePart, usageDataPart } from '../../extension/wire';
+import { REASONING_METADATA_KEY, serializeMessage, toResponsePart, usageDataPart } from '../../extension/wire';
 
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
@@ -117,4 +117,42 @@ test('a clicked button runs its command with its arguments; no click runs nothin
   } finally {
     registered.forEach((r) => r.dispose());
   }
+});
+
+const STATE = {
+  model: 'openai/gpt-5',
+  items: [
+    { id: 'rs_1', encryptedContent: 'SECRET-1', summary: ['s'], before: 'c1' },
+    { id: 'rs_2', encryptedContent: 'SECRET-2', summary: [], before: null },
+  ],
+};
+
+test('reasoning state becomes an empty thinking part that carries it, in every thinking mode', () => {
+  for (const mode of ['auto', 'text', 'hidden'] as const) {
+    const part = toResponsePart({ type: 'reasoningState', ...STATE }, mode);
+    assert.ok(part instanceof stub.LanguageModelThinkingPart, mode);
+    assert.deepEqual([part.value, part.id, part.metadata], ['', 'rs_2', { [REASONING_METADATA_KEY]: STATE }]);
+  }
+});
+
+test('reasoning state is never text, even where thinking would fall back to text', () => {
+  const saved = stub.LanguageModelThinkingPart;
+  const mutable = stub as unknown as { LanguageModelThinkingPart?: unknown };
+  delete mutable.LanguageModelThinkingPart;
+  try {
+    assert.equal(toResponsePart({ type: 'reasoningState', ...STATE }, 'text'), undefined);
+  } finally {
+    mutable.LanguageModelThinkingPart = saved;
+  }
+});
+
+test('the thinking part Copilot hands back is serialised with its reasoning state', () => {
+  // As Copilot Chat rebuilds it: the thinking text joined, the metadata with a key of its own added.
+  const metadata = { [REASONING_METADATA_KEY]: STATE, vscode_thinking_origin_api: 'x' };
+  const m = message(2, [new stub.LanguageModelThinkingPart('shown', 'rs_2', metadata), new stub.LanguageModelToolCallPart('c1', 'read', {})]);
+  assert.deepEqual(serializeMessage(m).content?.[0], { type: 'thinking', value: 'shown', id: 'rs_2', state: STATE });
+  // Counting tokens needs no state; a part without our key has none.
+  assert.deepEqual(serializeMessage(m, false).content?.[0], { type: 'thinking', value: 'shown', id: 'rs_2' });
+  const foreign = message(2, [new stub.LanguageModelThinkingPart('x', 'a', { other: 1 })]);
+  assert.deepEqual(serializeMessage(foreign).content?.[0], { type: 'thinking', value: 'x', id: 'a' });
 });

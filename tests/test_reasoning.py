@@ -1,0 +1,263 @@
+"""Reasoning carried across tool turns (issue 12, part 3), through the real sidecar and the fake
+gateway's strict mode (tests/fake_reasoning.py), which refuses a tool-result turn that lacks the
+reasoning item that preceded the call, as Anthropic, Gemini 3 and OpenAI (store: false) do.
+
+The history is built as Copilot Chat 0.67 builds it (rfcs/0002, "The reasoning round trip"): one
+thinking part per response, its text the response's thinking joined, its id the last one reported,
+its metadata the last the provider reported (the extension turns a `reasoningState` part into that
+metadata, and the metadata back into the thinking part's `state`), before the tool calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from conftest import text_of
+from fake_gateway import FakeServer
+from fake_reasoning import MARKER, STEPS
+from gateway_lm.adapt import adapt_stream
+from gateway_lm.protocol import MAX_ENCRYPTED, PartOut
+from gateway_lm.replay import events_from_recording
+from sidecar_client import Sidecar
+from test_translate import assert_valid, body_for, msg, text
+
+TOOLS = [{"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object"}}]
+STRICT = "[scenario:strict-reasoning] read the files"
+CALL_AND_OUTPUT = ["function_call", "function_call_output"]
+
+
+@pytest.fixture
+async def sidecar(gateway: FakeServer) -> AsyncIterator[Sidecar]:
+    side = Sidecar()
+    await side.start(gateway.base_url, {"logLevel": "debug"})
+    await side.request("gateway/models", {})  # as the extension does first: which models reason
+    yield side
+    await side.stop()
+
+
+async def chat(sidecar: Sidecar, rid: str, model: str, messages: list[dict[str, Any]]) -> Any:
+    params = {"requestId": rid, "model": model, "messages": messages, "tools": TOOLS}
+    return await sidecar.request("gateway/chat", params)
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": 1, "name": None, "content": [{"type": "text", "value": text}]}
+
+
+def as_copilot_history(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The assistant message and tool results Copilot sends back after a tool-calling response."""
+    thinking = [p for p in parts if p["type"] == "thinking"]
+    states = [p for p in parts if p["type"] == "reasoningState"]
+    calls = [p for p in parts if p["type"] == "toolCall"]
+    content: list[dict[str, Any]] = []
+    if thinking or states:
+        last_id = (states or thinking)[-1].get("id") or states[-1]["items"][-1]["id"]
+        part: dict[str, Any] = {"type": "thinking", "value": "".join(p["value"] for p in thinking), "id": last_id}
+        if states:
+            part["state"] = {"model": states[-1]["model"], "items": states[-1]["items"]}
+        content.append(part)
+    content += [{"type": "toolCall", "callId": c["callId"], "name": c["name"], "input": c["input"]} for c in calls]
+    results = [
+        {"type": "toolResult", "callId": c["callId"], "content": [{"type": "text", "value": f"contents {n}"}]}
+        for n, c in enumerate(calls)
+    ]
+    return [{"role": 2, "name": None, "content": content}, {"role": 1, "name": None, "content": results}]
+
+
+async def tool_loop(sidecar: Sidecar, model: str, prefix: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Runs the agent loop to its answer; returns the last response's parts and every part seen."""
+    messages = [user(STRICT)]
+    seen: list[dict[str, Any]] = []
+    for step in range(STEPS + 1):
+        rid = f"{prefix}{step}"
+        result = await chat(sidecar, rid, model, messages)
+        parts = sidecar.parts[rid]
+        seen += parts
+        if result["finishReason"] != "toolCalls":
+            return parts, seen
+        messages += as_copilot_history(parts)
+    raise AssertionError("the loop never ended")
+
+
+async def test_a_strict_provider_gets_its_reasoning_back_on_every_tool_turn(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    last, seen = await tool_loop(sidecar, "fake/reasoning", "strict")
+    assert text_of(last) == f"Done after {STEPS} tool calls."
+    bodies = [r["body"] for r in gateway.gateway.requests if r["path"].endswith("/responses")]
+    assert all(b["include"] == ["reasoning.encrypted_content"] and b["store"] is False for b in bodies)
+    final = bodies[-1]["input"]
+    kinds = [item["type"] for item in final if item.get("type") != "message"]
+    assert kinds == ["reasoning", "function_call", "function_call_output"] * STEPS  # each before its call
+    assert final[1]["summary"] == [{"type": "summary_text", "text": "Step 1: I need the tool."}]
+    # Never shown: the encrypted content is in no text and no thinking part.
+    shown = [p["value"] for p in seen if p["type"] in ("text", "thinking")]
+    assert not any(MARKER in value for value in shown)
+    assert "Step 1: I need the tool." in "".join(p["value"] for p in seen if p["type"] == "thinking")
+
+
+async def test_another_models_reasoning_is_never_sent(sidecar: Sidecar, gateway: FakeServer) -> None:
+    # The first tool turn ran on fake/reasoning; the user then switched to fake/text (which reasons too).
+    await chat(sidecar, "a0", "fake/reasoning", [user(STRICT)])
+    history = [user("[scenario:echo] go on"), *as_copilot_history(sidecar.parts["a0"])]
+    await chat(sidecar, "b0", "fake/text", history)
+    switched = gateway.gateway.requests[-1]["body"]["input"]
+    assert [i["type"] for i in switched if i.get("type") != "message"] == CALL_AND_OUTPUT
+    assert any("reasoning" in message and "fake/reasoning" in message for _, message in sidecar.logs)
+    # The same history on the model that produced it keeps its reasoning, in place.
+    await chat(sidecar, "c0", "fake/reasoning", history)
+    same = gateway.gateway.requests[-1]["body"]["input"]
+    assert [i["type"] for i in same if i.get("type") != "message"] == ["reasoning", *CALL_AND_OUTPUT]
+
+
+async def test_history_without_the_reasoning_is_refused_by_a_strict_provider(sidecar: Sidecar) -> None:
+    # What happened before the round trip: thinking came back without its state, and the provider
+    # refused the tool turn. The error reaches the user as one clear message.
+    await chat(sidecar, "x0", "fake/reasoning", [user(STRICT)])
+    history = as_copilot_history(sidecar.parts["x0"])
+    history[0]["content"][0].pop("state", None)
+    with pytest.raises(JsonRpcException) as caught:
+        await chat(sidecar, "x1", "fake/reasoning", [user(STRICT), *history])
+    assert "reasoning item missing" in caught.value.message and caught.value.data["kind"] == "bad_request"
+
+
+async def test_a_malformed_state_in_history_is_dropped_not_fatal(sidecar: Sidecar, gateway: FakeServer) -> None:
+    bad = [
+        {"model": 5, "items": []},
+        {"model": "fake/reasoning", "items": [{"id": "rs_1", "encryptedContent": ""}]},
+        {"model": "fake/reasoning", "items": "x"},
+        "not an object",
+    ]
+    for n, state in enumerate(bad):
+        thinking = {"type": "thinking", "value": "t", "id": "rs_1", "state": state}
+        answer = {"role": 2, "name": None, "content": [thinking, {"type": "text", "value": "ok"}]}
+        history = [user("[scenario:echo] hi"), answer]
+        await sidecar.request("gateway/chat", {"requestId": f"m{n}", "model": "fake/reasoning", "messages": history})
+        sent = gateway.gateway.requests[-1]["body"]["input"]
+        assert all(item.get("type") != "reasoning" for item in sent)
+
+
+# ---- the two halves on their own: the adapter's state, and where the items go back ----
+
+FIXTURES = Path(__file__).parent / "fixtures/vercel-ai"
+STEP1 = "openai-reasoning-summary-encrypted-multistep.step1.jsonl"
+
+
+def replayed(name: str) -> list[PartOut]:
+    parts: list[PartOut] = []
+    adapt_stream(events_from_recording((FIXTURES / name).read_bytes()), parts, model="openai/gpt-5.1-codex-max")
+    return parts
+
+
+def test_a_recorded_reasoning_stream_hands_on_the_latest_encrypted_content() -> None:
+    raw = [json.loads(line) for line in (FIXTURES / STEP1).read_text().splitlines() if line.strip()]
+    # Each copy of the item carries another encryption of the same reasoning: the last one wins.
+    done = next(e for e in raw if e["type"] == "response.completed")["response"]["output"][0]
+    added = next(e["item"] for e in raw if e["type"] == "response.output_item.added")
+    assert added["encrypted_content"] != done["encrypted_content"]
+    parts = replayed(STEP1)
+    states = [p for p in parts if p["type"] == "reasoningState"]
+    assert [p["type"] for p in parts[-3:]] == ["reasoningState", "usage", "finish"]
+    assert states == [
+        {
+            "type": "reasoningState",
+            "model": "openai/gpt-5.1-codex-max",
+            "items": [
+                {
+                    "id": done["id"],
+                    "encryptedContent": done["encrypted_content"],
+                    "summary": [s["text"] for s in done["summary"]],
+                    "before": "call_AB6AaRZ1FYZB2RwS6A5vbdqn",
+                }
+            ],
+        }
+    ]
+    assert not any(done["encrypted_content"] in str(p.get("value")) for p in parts)
+
+
+def test_no_state_without_encrypted_content() -> None:
+    # GitHub Copilot's capture has `encrypted_content: null`; LM Studio sends none at all.
+    for name in ("github-copilot-item-id-rotation.jsonl", "lmstudio-reasoning_text-and-function-call.jsonl"):
+        assert not [p for p in replayed(name) if p["type"] == "reasoningState"], name
+
+
+def state(model: str, *items: tuple[str, str | None]) -> dict[str, Any]:
+    entries = [{"id": i, "encryptedContent": f"enc-{i}", "summary": [f"about {i}"], "before": b} for i, b in items]
+    return {"model": model, "items": entries}
+
+
+def thinking_with(value: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "thinking", "value": "shown thinking", "id": "rs_x", "state": value}
+
+
+def call(call_id: str) -> dict[str, Any]:
+    return {"type": "toolCall", "callId": call_id, "name": "read", "input": {}}
+
+
+def result(call_id: str) -> dict[str, Any]:
+    return {"type": "toolResult", "callId": call_id, "content": [text("ok")]}
+
+
+def test_reasoning_items_go_back_where_they_were() -> None:
+    items = state("openai/gpt-5", ("rs_0", None), ("rs_1", "c1"), ("rs_2", "c2"), ("rs_9", "gone"))
+    body = body_for(
+        [
+            msg(1, text("go")),
+            msg(2, thinking_with(items), text("Reading both."), call("c1"), call("c2")),
+            msg(1, result("c1"), result("c2")),
+        ]
+    )
+    order = [i.get("id") or i.get("call_id") or i["type"] for i in body["input"][1:]]
+    assert order == ["rs_0", "rs_9", "message", "rs_1", "c1", "c1", "rs_2", "c2", "c2"]
+    assert body["input"][1] == {
+        "type": "reasoning",
+        "id": "rs_0",
+        "encrypted_content": "enc-rs_0",
+        "summary": [{"type": "summary_text", "text": "about rs_0"}],
+    }
+    assert body["include"] == ["reasoning.encrypted_content"]
+    assert "shown thinking" not in json.dumps(body)  # history thinking text is still never sent
+    assert_valid(body)
+
+
+def test_other_models_reasoning_and_repeats_are_left_out() -> None:
+    mine, theirs = state("openai/gpt-5", ("rs_1", "c1")), state("anthropic/claude-sonnet-4.5", ("rs_a", "c1"))
+    body = body_for(
+        [
+            msg(1, text("go")),
+            msg(2, thinking_with(theirs), thinking_with(mine), call("c1")),
+            msg(1, result("c1")),
+            msg(2, thinking_with(mine), text("again")),
+        ]
+    )
+    assert [i.get("id") for i in body["input"] if i["type"] == "reasoning"] == ["rs_1"]
+    assert "include" not in body_for([msg(1, text("hi"))])  # a model not known to reason, no reasoning
+
+
+def test_each_item_names_the_call_after_it_and_oversized_items_stay_behind(caplog: pytest.LogCaptureFixture) -> None:
+    def reasoning(index: int, item_id: str, encrypted: str) -> dict[str, Any]:
+        item = {"type": "reasoning", "id": item_id, "encrypted_content": encrypted, "summary": []}
+        return {"type": "response.output_item.done", "output_index": index, "item": item}
+
+    def added(index: int, item: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "response.output_item.added", "output_index": index, "item": item}
+
+    events = [
+        reasoning(0, "rs_a", "A"),
+        added(1, {"type": "message", "id": "msg_1"}),
+        reasoning(2, "rs_b", "B"),
+        reasoning(3, "rs_c", "C"),
+        added(4, {"type": "function_call", "call_id": "c1", "name": "read"}),
+        reasoning(5, "rs_big", "x" * (MAX_ENCRYPTED + 1)),
+        {"type": "response.completed", "response": {"id": "r", "output": []}},
+    ]
+    parts: list[PartOut] = []
+    adapt_stream(events, parts, model="openai/gpt-5")
+    (state,) = [p for p in parts if p["type"] == "reasoningState"]
+    assert [(i["id"], i["before"]) for i in state["items"]] == [("rs_a", None), ("rs_b", "c1"), ("rs_c", "c1")]
+    assert "1 reasoning items were too large or too many" in caplog.text
