@@ -9,6 +9,7 @@ from typing import Any
 from .adapt import StreamAdapter
 from .client import GatewayClient
 from .errors import GatewayError
+from .options import for_model
 from .protocol import ChatRequest, FinishReason, PartOut, Settings, UsagePart
 from .toolnames import ToolNameMap
 from .translate import build_request
@@ -32,10 +33,11 @@ async def stream_chat(
     """Batches of parts, one per network read that produced any. Raises GatewayError."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names)
+    headers = for_model(request.model, settings.modelOptions).extraHeaders
     if outcome is not None:
         outcome.body = body
     adapter = StreamAdapter(names)
-    events = client.stream_events(body, api_key)
+    events = client.stream_events(body, api_key, headers)
     try:
         async for batch in events:
             parts: list[PartOut] = []

@@ -14,6 +14,7 @@ import binascii
 import json
 from typing import Any
 
+from . import options as model_options
 from .images import sniff_image_type
 from .protocol import (
     ROLE_ASSISTANT,
@@ -63,6 +64,9 @@ def build_request(request: ChatRequest, settings: Settings, names: ToolNameMap) 
             # model is just not allowed to call any.
             body["tool_choice"] = "none"
     body.update(options_from_settings(request.model, settings))
+    # The setting's options for this model, then the caller's, each over what came before (rfcs/0007).
+    model_options.apply(body, model_options.for_model(request.model, settings.modelOptions))
+    model_options.apply(body, model_options.from_caller(request.modelOptions))
     return body
 
 
@@ -73,8 +77,6 @@ def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
         options["reasoning"] = {"effort": effort, "summary": "auto"}
     if settings.maxOutputTokens:
         options["max_output_tokens"] = max(16, settings.maxOutputTokens)
-    if settings.promptCacheKey:
-        options["prompt_cache_key"] = settings.promptCacheKey
     routing = {
         key: value
         for key, value in (
