@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trustme
+from pygls.exceptions import JsonRpcException
 
 from conftest import text_of
 from connect_proxy import ConnectProxy
@@ -112,7 +113,7 @@ async def test_the_proxy_authorization_is_sent_to_the_proxy(
     assert error.kind == "network"
     assert await run(settings.model_copy(update={"proxyAuthorization": AUTH})) == ANSWER
     assert [c.authorization for c in proxy.seen] == [None, AUTH]
-    assert "proxy-authorization" not in {k.lower() for k in tls_gateway.gateway.requests[0]}  # never to the gateway
+    assert "proxy-authorization" not in tls_gateway.gateway.requests[0]["headers"]  # never to the gateway
 
 
 async def test_no_proxy_bypasses_the_proxy(tls_gateway: FakeServer, proxy: ConnectProxy, ca_file: str) -> None:
@@ -177,9 +178,10 @@ async def test_the_sidecar_takes_them_at_start_and_rebuilds_on_change(
     await sidecar.start(https_url(tls_gateway), settings)
     try:
         chat = {"requestId": "r1", "model": "fake/text", "messages": USER}
-        with pytest.raises(Exception) as caught:
+        with pytest.raises(JsonRpcException) as caught:
             await sidecar.request("gateway/chat", chat)
         assert "vercelAiGateway.caBundle" in str(caught.value) and "http.proxyStrictSSL" in str(caught.value)
+        assert caught.value.data["kind"] == "network"
         await sidecar.request("gateway/configure", {"settings": {**settings, "caBundle": ca_file}})
         await sidecar.request("gateway/chat", {**chat, "requestId": "r2"})
         assert text_of(sidecar.parts["r2"]) == ANSWER
