@@ -43,24 +43,25 @@ def route(settings: Settings) -> Route:
     # `http.proxyStrictSSL` exists for proxies that re-sign TLS: it applies through a proxy only.
     proxied_verify: ssl.SSLContext | bool = context if settings.proxyStrictSSL else False
     if settings.proxy and not bypassed:
-        return Route(_proxy(settings), use_env=False, verify=proxied_verify, direct_verify=context)
+        proxy = _proxy(settings.proxy, settings.proxyAuthorization)
+        return Route(proxy, use_env=False, verify=proxied_verify, direct_verify=context)
     # VS Code's own proxy setting replaces the environment's; `http.noProxy` applies to both.
     return Route(None, use_env=not settings.proxy and not bypassed, verify=proxied_verify, direct_verify=context)
 
 
-def _proxy(settings: Settings) -> httpx.Proxy:
-    assert settings.proxy is not None
-    headers = {"proxy-authorization": settings.proxyAuthorization} if settings.proxyAuthorization else None
-    return httpx.Proxy(settings.proxy, headers=headers)
+def _proxy(url: str, authorization: str | None) -> httpx.Proxy:
+    return httpx.Proxy(url, headers={"proxy-authorization": authorization} if authorization else None)
 
 
 def ssl_context(settings: Settings) -> ssl.SSLContext:
-    """certifi's roots (what httpx trusts by default); with `http.systemCertificates`, also the OS's
-    store as OpenSSL finds it (ssl.create_default_context); and the user's CA bundle. An unreadable
-    bundle is reported and skipped, never fatal."""
+    """With `http.systemCertificates`, the OS's store as OpenSSL finds it (ssl.create_default_context),
+    or certifi's roots (what httpx trusts by default) where that store is empty; without it, certifi's
+    alone. Not both: parsing a second full root store costs ~45 ms of every sidecar start. Then the
+    user's CA bundle; an unreadable bundle is reported and skipped, never fatal."""
     if settings.systemCertificates:
         context = ssl.create_default_context()
-        context.load_verify_locations(cafile=certifi.where())
+        if not context.cert_store_stats()["x509_ca"]:  # e.g. a python.org build on macOS
+            context.load_verify_locations(cafile=certifi.where())
     else:
         context = ssl.create_default_context(cafile=certifi.where())
     if settings.caBundle:
