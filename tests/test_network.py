@@ -19,7 +19,7 @@ from gateway_lm.client import GatewayClient
 from gateway_lm.errors import GatewayError
 from gateway_lm.network import bypasses_proxy
 from gateway_lm.pipeline import stream_chat
-from gateway_lm.protocol import ChatRequest, Settings, updated_settings
+from gateway_lm.protocol import ChatRequest, Settings, secrets_of, updated_settings
 from sidecar_client import Sidecar
 
 USER = [{"role": 1, "content": [{"type": "text", "value": "hi"}]}]
@@ -189,3 +189,8 @@ async def test_the_sidecar_takes_them_at_start_and_rebuilds_on_change(
         assert all(AUTH not in message and "s3cret" not in message for _, message in sidecar.logs)
     finally:
         await sidecar.stop()
+
+
+def test_the_proxy_credentials_are_secrets() -> None:
+    settings = Settings(proxy="http://user:pa%24%24word@proxy:3128", proxyAuthorization=AUTH)
+    assert set(secrets_of(settings)) == {AUTH, "pa%24%24word", "pa$$word"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, get_args
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.json_schema import SkipJsonSchema
@@ -217,8 +217,8 @@ def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settin
 def secrets_of(settings: Settings) -> list[str]:
     """What the settings hold that must never reach a log: the proxy's credentials, and the values of
     extra headers (an API key of the user's own, often)."""
-    proxy = urlsplit(settings.proxy) if settings.proxy else None
-    found = [settings.proxyAuthorization, proxy.password if proxy else None]
+    password = urlsplit(settings.proxy).password if settings.proxy else None
+    found = [settings.proxyAuthorization, password, unquote(password or "")]  # as written, and as sent
     found += [value for options in settings.modelOptions.values() for value in options.extraHeaders.values()]
     return [secret for secret in found if secret]
 
