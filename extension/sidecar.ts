@@ -50,7 +50,7 @@ function expandHome(file: unknown): string | null {
 /** What the settings hold that no log may show: the proxy's authorization and password, and the
  * values of modelOptions' extra headers (an API key of the user's own, often). */
 export function sidecarSecrets(): string[] {
-  const found: unknown[] = [networkSetting('proxyAuthorization'), proxyPassword(networkSetting('proxy'))];
+  const found: unknown[] = [networkSetting('proxyAuthorization'), ...proxyPassword(networkSetting('proxy'))];
   const options = setting<unknown>('modelOptions');
   if (options && typeof options === 'object') {
     for (const entry of Object.values(options as Record<string, unknown>)) {
@@ -61,12 +61,14 @@ export function sidecarSecrets(): string[] {
   return found.filter((value): value is string => typeof value === 'string' && value.length > 0);
 }
 
-function proxyPassword(proxy: unknown): string | undefined {
-  if (typeof proxy !== 'string' || !proxy) return undefined;
+/** The password in a proxy URL, as written (the trace quotes the setting) and as decoded. */
+function proxyPassword(proxy: unknown): string[] {
+  if (typeof proxy !== 'string' || !proxy) return [];
   try {
-    return decodeURIComponent(new URL(proxy).password) || undefined;
+    const password = new URL(proxy).password;
+    return [password, decodeURIComponent(password)];
   } catch {
-    return undefined;
+    return [];
   }
 }
 

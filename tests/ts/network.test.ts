@@ -32,7 +32,7 @@ test('the http.* settings, caBundle and modelOptions are passed to the sidecar',
   assert.equal(settings.systemCertificates, false);
   assert.equal(settings.caBundle, path.join(os.homedir(), 'certs/corp.pem'));
   assert.deepEqual(settings.modelOptions, { 'openai/*': { temperature: 0.2, extraHeaders: { 'x-team-token': 'team-token-123' } } });
-  assert.deepEqual(sidecarSecrets().sort(), [AUTH, 'pa$$word', 'team-token-123'].sort());
+  assert.deepEqual(sidecarSecrets().sort(), [AUTH, 'pa%24%24word', 'pa$$word', 'team-token-123'].sort());
 });
 
 test('an unset CA bundle is sent as null, so clearing the setting clears it in the sidecar', () => {
