@@ -35,6 +35,8 @@ export const SETTINGS = [
   'idleTimeout',
   'requestTimeout',
   'maxRetries',
+  'caBundle',
+  'modelOptions',
 ] as const;
 export type Setting = (typeof SETTINGS)[number];
 
@@ -46,4 +48,14 @@ export function settingId(name: Setting): string {
 /** A setting's value now (VS Code's default when unset). VS Code does not check its type. */
 export function setting<T>(name: Setting): T | undefined {
   return vscode.workspace.getConfiguration(SECTION).get<T>(name);
+}
+
+/** VS Code's own network settings (section `http`), which the sidecar honours too (rfcs/0007). */
+export const NETWORK_SECTION = 'http';
+export const NETWORK_SETTINGS = ['proxy', 'proxyStrictSSL', 'noProxy', 'proxyAuthorization', 'systemCertificates'] as const;
+export type NetworkSetting = (typeof NETWORK_SETTINGS)[number];
+
+/** One of VS Code's network settings now (VS Code's default when unset). */
+export function networkSetting<T>(name: NetworkSetting): T | undefined {
+  return vscode.workspace.getConfiguration(NETWORK_SECTION).get<T>(name);
 }

@@ -2,6 +2,7 @@
 // Source: server/gateway_lm/contract.py (the pydantic models and TypedDicts the sidecar reads and
 // writes), through scripts/gen-contract.mjs and json-schema-to-typescript.
 
+export type JsonValue = unknown;
 export type StreamPart = TextPart | ThinkingPart | ToolCallPart | ReasoningStatePart | UsagePart | FinishPart;
 export type ErrorKind =
   'auth' | 'forbidden' | 'not_found' | 'rate_limited' | 'context_overflow' | 'bad_request' | 'upstream' | 'network' | 'timeout' | 'protocol' | 'internal';
@@ -169,7 +170,7 @@ export interface ConfigureParams {
 }
 /**
  * User settings that shape requests and transport. Names match the extension's settings
- * (SETTING_NAMES maps the few that differ). Each is validated on its own: `updated_settings`.
+ * (SETTING_IDS maps those that differ). Each is validated on its own: `updated_settings`.
  */
 export interface Settings {
   baseUrl?: string;
@@ -182,14 +183,36 @@ export interface Settings {
   gatewayModels?: string[];
   maxOutputTokens?: number | null;
   outputReservation?: number;
-  promptCacheKey?: string | null;
   connectTimeout?: number;
   idleTimeout?: number;
   requestTimeout?: number;
   maxRetries?: number;
   caBundle?: string | null;
+  proxy?: string | null;
+  proxyStrictSSL?: boolean;
+  noProxy?: string[];
+  proxyAuthorization?: string | null;
+  systemCertificates?: boolean;
+  modelOptions?: {
+    [k: string]: ModelOptions;
+  };
   logLevel?: string;
   stateDir?: string | null;
+}
+/**
+ * What one pattern of `vercelAiGateway.modelOptions` may set.
+ */
+export interface ModelOptions {
+  temperature?: number | null;
+  top_p?: number | null;
+  maxOutputTokens?: number | null;
+  reasoningEffort?: ('default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh') | null;
+  extraBody?: {
+    [k: string]: JsonValue;
+  };
+  extraHeaders?: {
+    [k: string]: string;
+  };
 }
 export interface ConfigureResult {
   ok: true;

@@ -2,12 +2,12 @@
 // and the sidecar's lifetime. Everything else happens in the Python sidecar.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { COMMANDS, SECTION, setting, settingId, VENDOR } from './config';
+import { COMMANDS, NETWORK_SECTION, NETWORK_SETTINGS, SECTION, setting, settingId, VENDOR } from './config';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
 import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
-import { redacting, SidecarConnection } from './sidecar';
+import { redacting, SidecarConnection, sidecarSecrets } from './sidecar';
 import { UsageStatus } from './status';
 import { readJson, writeJsonAtomic } from './storage';
 import type { ThinkingMode } from './wire';
@@ -16,10 +16,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = vscode.window.createOutputChannel('Vercel AI Gateway', { log: true });
   const status = new UsageStatus();
   const keys = new KeyStore(context.secrets);
+  let settingSecrets = sidecarSecrets(); // read again when a setting changes, not per log line
   const sidecar = new SidecarConnection(
     context,
     log,
-    redacting(log, () => keys.known()),
+    // Message tracing prints the settings the sidecar is given, the proxy's authorization among them.
+    redacting(log, () => [...keys.known(), ...settingSecrets]),
   );
   const cacheFile = path.join(context.globalStorageUri.fsPath, 'models.json');
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
@@ -59,8 +61,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     // A failed restart has shown its error already.
     vscode.commands.registerCommand(COMMANDS.restartServer, () => sidecar.restart().catch(() => undefined)),
     vscode.workspace.onDidChangeConfiguration((event) => {
+      settingSecrets = [...new Set([...settingSecrets, ...sidecarSecrets()])]; // an old one may still be quoted
       if (event.affectsConfiguration(settingId('pythonPath'))) void sidecar.restart().catch(() => undefined);
-      else if (event.affectsConfiguration(SECTION)) void sidecar.configure().then(() => provider.refresh());
+      else if (event.affectsConfiguration(SECTION) || NETWORK_SETTINGS.some((name) => event.affectsConfiguration(`${NETWORK_SECTION}.${name}`)))
+        void sidecar.configure().then(() => provider.refresh());
     }),
   );
 }

@@ -2,15 +2,19 @@
 // start bounded; restarted by vscode-languageclient when it crashes, and afresh by the next request
 // once the client gives up (extension/session.ts); told about settings changes.
 import * as vscode from 'vscode';
-import { setting } from './config';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { networkSetting, setting } from './config';
 import type { Calibration, ConfigureParams, Settings } from './contract';
 import { CHOOSE_INTERPRETER, GatewayChatError, SHOW_LOGS, showError } from './errors';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
 
-/** The sidecar's settings (the contract's Settings), from the extension's. */
-function sidecarSettings(stateDir: string): Settings {
+/** The sidecar's settings (the contract's Settings), from the extension's and VS Code's network
+ * settings. They travel over the sidecar's stdin, never its command line: the proxy authorization is a
+ * secret (sidecarSecrets). VS Code does not check their types; the sidecar does. */
+export function sidecarSettings(stateDir: string): Settings {
   return {
     stateDir,
     baseUrl: setting('baseUrl'),
@@ -26,7 +30,46 @@ function sidecarSettings(stateDir: string): Settings {
     requestTimeout: setting('requestTimeout'),
     maxRetries: setting('maxRetries'),
     logLevel: setting('logLevel'),
+    caBundle: expandHome(setting('caBundle')),
+    modelOptions: setting('modelOptions'),
+    proxy: networkSetting('proxy'),
+    proxyStrictSSL: networkSetting('proxyStrictSSL'),
+    noProxy: networkSetting('noProxy'),
+    proxyAuthorization: networkSetting('proxyAuthorization'),
+    systemCertificates: networkSetting('systemCertificates'),
   };
+}
+
+/** `~/…` as the shell would read it; anything else as written (the sidecar reports a bad path). Null
+ * when unset: a key left out would keep the sidecar's previous value. */
+function expandHome(file: unknown): string | null {
+  if (typeof file !== 'string' || !file) return null;
+  return file === '~' || file.startsWith('~/') ? path.join(os.homedir(), file.slice(1)) : file;
+}
+
+/** What the settings hold that no log may show: the proxy's authorization and password, and the
+ * values of modelOptions' extra headers (an API key of the user's own, often). */
+export function sidecarSecrets(): string[] {
+  const found: unknown[] = [networkSetting('proxyAuthorization'), ...proxyPassword(networkSetting('proxy'))];
+  const options = setting<unknown>('modelOptions');
+  if (options && typeof options === 'object') {
+    for (const entry of Object.values(options as Record<string, unknown>)) {
+      const headers = entry && typeof entry === 'object' ? (entry as { extraHeaders?: unknown }).extraHeaders : undefined;
+      if (headers && typeof headers === 'object') found.push(...Object.values(headers as Record<string, unknown>));
+    }
+  }
+  return found.filter((value): value is string => typeof value === 'string' && value.length > 0);
+}
+
+/** The password in a proxy URL, as written (the trace quotes the setting) and as decoded. */
+function proxyPassword(proxy: unknown): string[] {
+  if (typeof proxy !== 'string' || !proxy) return [];
+  try {
+    const password = new URL(proxy).password;
+    return [password, decodeURIComponent(password)];
+  } catch {
+    return [];
+  }
 }
 
 export interface SidecarLimits {

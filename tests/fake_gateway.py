@@ -314,6 +314,7 @@ class Handler(BaseHTTPRequestHandler):
                 "scenario": scenario,
                 "body": body,
                 "authorization": self.headers.get("authorization"),
+                "headers": {k.lower(): v for k, v in self.headers.items()},
                 "received_at": time.time(),
             }
         )

@@ -171,7 +171,7 @@ def test_settings_shape_the_request() -> None:
         gatewayOnly=["bedrock", "anthropic"],
         gatewayModels=["openai/gpt-5-mini"],
         maxOutputTokens=4000,
-        promptCacheKey="conv-1",
+        modelOptions={"openai/*": {"extraBody": {"prompt_cache_key": "conv-1"}}},  # what replaced promptCacheKey
     )
     body = body_for([msg(1, text("hi"))], settings)
     assert body["reasoning"] == {"effort": "high", "summary": "auto"}

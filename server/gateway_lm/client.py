@@ -14,8 +14,7 @@ import logging
 import math
 import os
 import random
-import ssl
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -24,7 +23,15 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from .deadline import Deadline
-from .errors import GatewayError, error_from_response, with_advice
+from .errors import (
+    CertificateError,
+    GatewayError,
+    certificate_error,
+    error_from_response,
+    is_certificate_error,
+    with_advice,
+)
+from .network import Route, route
 from .protocol import Settings
 from .sse import DONE, SSEFramer, parse_event
 from .transport import AiohttpTransport
@@ -45,16 +52,6 @@ LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20)
 
 def resolve_api_key(explicit: str | None) -> str | None:
     return explicit or os.environ.get("AI_GATEWAY_API_KEY") or os.environ.get("VERCEL_OIDC_TOKEN") or None
-
-
-def _verify(settings: Settings) -> ssl.SSLContext | bool:
-    """A custom CA bundle (corporate proxies); an unreadable one is reported, not fatal."""
-    if settings.caBundle:
-        try:
-            return ssl.create_default_context(cafile=settings.caBundle)
-        except (OSError, ssl.SSLError) as error:
-            log.error("the CA bundle %s cannot be used (%s); using the system's certificates", settings.caBundle, error)
-    return True
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -86,11 +83,22 @@ class GatewayClient:
             write=settings.connectTimeout,
             pool=settings.connectTimeout,
         )
-        verify = _verify(settings)
+        self.route = route(settings)
+        self._http = httpx.AsyncClient(
+            timeout=timeout,
+            limits=LIMITS,
+            verify=self.route.verify,  # what httpx's own transports use: those through a proxy
+            mounts={"all://": self._transport(self.route)},
+            trust_env=self.route.use_env,
+        )
+
+    @staticmethod
+    def _transport(route: Route) -> httpx.AsyncBaseTransport:
+        if route.proxy is not None:
+            return httpx.AsyncHTTPTransport(proxy=route.proxy, verify=route.verify, limits=LIMITS)
         # Mounted for every URL rather than passed as `transport=`, which would turn off the proxies
         # httpx takes from the environment (their more specific mounts win, and go through httpx).
-        mounts = {"all://": AiohttpTransport(verify)}
-        self._http = httpx.AsyncClient(timeout=timeout, limits=LIMITS, verify=verify, mounts=mounts, trust_env=True)
+        return AiohttpTransport(route.direct_verify)
 
     @property
     def base_url(self) -> str:
@@ -99,15 +107,16 @@ class GatewayClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def _headers(self, api_key: str | None) -> dict[str, str]:
-        headers = {"accept": "text/event-stream", "user-agent": "ai-gateway-lm"}
+    def _headers(self, api_key: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        # The user's extra headers (options.py refuses the ones set below, in any case) come first.
+        headers = {**(extra or {}), "accept": "text/event-stream", "user-agent": "ai-gateway-lm"}
         token = resolve_api_key(api_key)
         if token:
             headers["authorization"] = f"Bearer {token}"
         return headers
 
     async def stream_events(
-        self, body: dict[str, Any], api_key: str | None
+        self, body: dict[str, Any], api_key: str | None, headers: Mapping[str, str] | None = None
     ) -> AsyncGenerator[list[dict[str, Any]], None]:
         """Parsed JSON events of one response, in order, in batches (one per network read).
         Ends at `[DONE]` or when the server closes."""
@@ -115,7 +124,7 @@ class GatewayClient:
         deadline = Deadline(self.settings.idleTimeout, self.settings.requestTimeout)
         attempt = 0
         while True:
-            request = self._http.build_request("POST", url, json=body, headers=self._headers(api_key))
+            request = self._http.build_request("POST", url, json=body, headers=self._headers(api_key, headers))
             try:
                 response = await deadline.run(self._http.send(request, stream=True))
             except httpx.TransportError as exc:
@@ -189,6 +198,8 @@ class GatewayClient:
                 " (the connectTimeout setting)"
             )
             return GatewayError("timeout", with_advice("timeout", detail))
+        if is_certificate_error(exc):
+            return certificate_error(self.base_url, self.route.proxied)
         return GatewayError(
             "network", with_advice("network", f"Cannot reach {self.base_url} ({exc or type(exc).__name__})")
         )
@@ -210,7 +221,7 @@ class GatewayClient:
     def _retry_delay(self, error: GatewayError, attempt: int, deadline: Deadline) -> float | None:
         """How long to wait before the next attempt; None when there is none (the count is spent, the
         error is final, or the wait would not leave time for another attempt)."""
-        if attempt >= self.settings.maxRetries:
+        if attempt >= self.settings.maxRetries or isinstance(error, CertificateError):
             return None
         if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER:
             return None

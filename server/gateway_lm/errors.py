@@ -6,6 +6,7 @@ Classification happens here, once; the extension renders by ``kind`` and never s
 from __future__ import annotations
 
 import json
+import ssl
 from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypeAliasType, TypedDict
@@ -181,3 +182,34 @@ def _kind_for_stream_code(code: str, message: str) -> ErrorKind:
     if "invalid" in lowered:
         return "bad_request"
     return "upstream"
+
+
+class CertificateError(GatewayError):
+    """The gateway's (or a proxy's) certificate is not trusted: a setting fixes it, waiting does not,
+    so it is never retried."""
+
+
+def is_certificate_error(exc: BaseException) -> bool:
+    """Whether a connection failed because a certificate was not trusted, anywhere in its causes
+    (httpx and aiohttp each wrap the ssl module's error)."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a chain is short; a cycle must not hang us
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def certificate_error(base_url: str, proxied: bool) -> CertificateError:
+    """Names the settings that fix it: a CA bundle, or (only through a proxy that re-signs TLS)
+    turning strict SSL off."""
+    fix = "add its CA certificate (a PEM file) in the setting vercelAiGateway.caBundle"
+    if proxied:
+        fix += ", or, if your proxy re-signs TLS and you trust it, turn off http.proxyStrictSSL"
+    return CertificateError(
+        "network",
+        f"The certificate of {base_url} is not trusted (signed by an unknown certificate authority, as"
+        f" a company proxy or a private gateway's is). To trust it, {fix}.",
+    )

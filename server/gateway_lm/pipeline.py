@@ -9,6 +9,7 @@ from typing import Any
 from .adapt import StreamAdapter
 from .client import GatewayClient
 from .errors import GatewayError
+from .options import for_model
 from .protocol import ChatRequest, FinishReason, PartOut, Settings, UsagePart
 from .toolnames import ToolNameMap
 from .translate import build_request
@@ -34,10 +35,11 @@ async def stream_chat(
     catalogue says the model reasons (translate.build_request)."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names, reasons)
+    headers = for_model(request.model, settings.modelOptions).extraHeaders
     if outcome is not None:
         outcome.body = body
     adapter = StreamAdapter(names, request.model)
-    events = client.stream_events(body, api_key)
+    events = client.stream_events(body, api_key, headers)
     try:
         async for batch in events:
             parts: list[PartOut] = []

@@ -36,7 +36,7 @@ from .params import (
 )
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
-from .protocol import Settings, describe_problems, updated_settings
+from .protocol import Settings, describe_problems, secrets_of, updated_settings
 from .pygls_hooks import WireProtocol, stop_event
 from .stdio import serve_stdin
 from .tokens import count_request
@@ -45,6 +45,20 @@ if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of ser
     from .contract import Calibration, ChatResult, ConfigureResult, CountResult, ModelsResult
 
 log = logging.getLogger("gateway_lm.rpc")
+# Settings the client is built from: a change rebuilds it (requests in flight finish on the old one).
+TRANSPORT_SETTINGS = (
+    "baseUrl",
+    "connectTimeout",
+    "idleTimeout",
+    "requestTimeout",
+    "maxRetries",
+    "caBundle",
+    "proxy",
+    "proxyStrictSSL",
+    "noProxy",
+    "proxyAuthorization",
+    "systemCertificates",
+)
 _LSP_LEVELS = {
     logging.ERROR: types.MessageType.Error,
     logging.WARNING: types.MessageType.Warning,
@@ -76,10 +90,9 @@ class Sidecar:
         """Applies each valid setting; an invalid one keeps its value and costs one warning, shown
         once. Returns the invalid ones (name → why)."""
         new, problems = updated_settings(self.settings, {**settings, "baseUrl": base_url} if base_url else settings)
-        transport_changed = any(
-            getattr(new, f) != getattr(self.settings, f)
-            for f in ("baseUrl", "connectTimeout", "idleTimeout", "requestTimeout", "maxRetries", "caBundle")
-        )
+        transport_changed = any(getattr(new, f) != getattr(self.settings, f) for f in TRANSPORT_SETTINGS)
+        for secret in secrets_of(new):  # a gateway or proxy may quote them back in an error
+            self.redact.add(secret)
         configure(ClientLogHandler(self.redact, self._log_to_client), new.logLevel)
         if new.stateDir != self.settings.stateDir:
             self.accounting = Accounting(new.stateDir)

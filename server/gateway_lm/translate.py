@@ -16,6 +16,7 @@ import binascii
 import json
 from typing import Any
 
+from . import options as model_options
 from .images import sniff_image_type
 from .protocol import (
     ROLE_ASSISTANT,
@@ -61,8 +62,6 @@ def build_request(
         "store": False,
         "stream": True,
     }
-    if reasons or _effort(request.model, settings) or any(i["type"] == "reasoning" for i in body["input"]):
-        body["include"] = [ENCRYPTED_REASONING]
     instructions = collect_instructions(request.messages)
     if instructions:
         body["instructions"] = instructions
@@ -75,6 +74,12 @@ def build_request(
             # model is just not allowed to call any.
             body["tool_choice"] = "none"
     body.update(options_from_settings(request.model, settings))
+    # The setting's options for this model, then the caller's, each over what came before (rfcs/0007).
+    model_options.apply(body, model_options.for_model(request.model, settings.modelOptions))
+    model_options.apply(body, model_options.from_caller(request.modelOptions))
+    # Decided last: a per-model or caller option may have set a reasoning effort.
+    if reasons or "reasoning" in body or any(i["type"] == "reasoning" for i in body["input"]):
+        body["include"] = [ENCRYPTED_REASONING]
     return body
 
 
@@ -85,8 +90,6 @@ def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
         options["reasoning"] = {"effort": effort, "summary": "auto"}
     if settings.maxOutputTokens:
         options["max_output_tokens"] = max(16, settings.maxOutputTokens)
-    if settings.promptCacheKey:
-        options["prompt_cache_key"] = settings.promptCacheKey
     routing = {
         key: value
         for key, value in (

@@ -1,0 +1,196 @@
+"""VS Code's network settings, against real parts: a TLS fake gateway whose certificate comes from a
+throwaway CA (trustme), and a real CONNECT proxy on loopback (tests/connect_proxy.py)."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+from pygls.exceptions import JsonRpcException
+
+from conftest import text_of
+from connect_proxy import ConnectProxy
+from fake_gateway import FakeServer
+from gateway_lm.client import GatewayClient
+from gateway_lm.errors import GatewayError
+from gateway_lm.network import bypasses_proxy
+from gateway_lm.pipeline import stream_chat
+from gateway_lm.protocol import ChatRequest, Settings, secrets_of, updated_settings
+from sidecar_client import Sidecar
+
+USER = [{"role": 1, "content": [{"type": "text", "value": "hi"}]}]
+ANSWER = "Hello from the fake gateway."
+AUTH = "Basic dXNlcjpzM2NyZXQtcHJveHktcGFzcw=="
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def ca_file(ca: trustme.CA, tmp_path: Path) -> str:
+    path = tmp_path / "company-ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return str(path)
+
+
+@pytest.fixture
+def tls_gateway(ca: trustme.CA) -> Iterator[FakeServer]:
+    server = FakeServer()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def proxy() -> Iterator[ConnectProxy]:
+    started = ConnectProxy().start()
+    yield started
+    started.stop()
+
+
+def https_url(server: FakeServer) -> str:
+    return f"https://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def target(server: FakeServer) -> str:
+    return f"127.0.0.1:{server.server_address[1]}"
+
+
+async def run(settings: Settings) -> str:
+    request = ChatRequest.model_validate({"model": "fake/text", "messages": USER})
+    client = GatewayClient(settings)
+    try:
+        parts = [p async for batch in stream_chat(request, settings, client, "test-key") for p in batch]
+    finally:
+        await client.aclose()
+    return text_of(parts)
+
+
+async def fails(settings: Settings) -> GatewayError:
+    with pytest.raises(GatewayError) as caught:
+        await run(settings)
+    return caught.value
+
+
+async def test_the_ca_bundle_setting_trusts_a_private_ca(tls_gateway: FakeServer, ca_file: str) -> None:
+    error = await fails(Settings(baseUrl=https_url(tls_gateway), systemCertificates=False))
+    assert error.kind == "network" and "vercelAiGateway.caBundle" in error.message
+    assert "http.proxyStrictSSL" not in error.message  # no proxy: turning it off would change nothing
+    assert len(tls_gateway.gateway.requests) == 0
+    assert await run(Settings(baseUrl=https_url(tls_gateway), caBundle=ca_file)) == ANSWER
+
+
+async def test_an_untrusted_certificate_is_not_retried(tls_gateway: FakeServer, proxy: ConnectProxy) -> None:
+    settings = Settings(baseUrl=https_url(tls_gateway), proxy=proxy.url, maxRetries=3)
+    error = await fails(settings)
+    assert "vercelAiGateway.caBundle" in error.message and "http.proxyStrictSSL" in error.message
+    assert proxy.targets == [target(tls_gateway)]  # one attempt: waiting does not fix a certificate
+
+
+async def test_requests_go_through_the_proxy(tls_gateway: FakeServer, proxy: ConnectProxy, ca_file: str) -> None:
+    settings = Settings(baseUrl=https_url(tls_gateway), proxy=proxy.url, caBundle=ca_file)
+    assert await run(settings) == ANSWER
+    assert proxy.targets == [target(tls_gateway)]
+    assert proxy.seen[0].authorization is None
+
+
+async def test_the_proxy_authorization_is_sent_to_the_proxy(
+    tls_gateway: FakeServer, proxy: ConnectProxy, ca_file: str
+) -> None:
+    proxy.require = AUTH
+    settings = Settings(baseUrl=https_url(tls_gateway), proxy=proxy.url, caBundle=ca_file, maxRetries=0)
+    error = await fails(settings)
+    assert error.kind == "network"
+    assert await run(settings.model_copy(update={"proxyAuthorization": AUTH})) == ANSWER
+    assert [c.authorization for c in proxy.seen] == [None, AUTH]
+    assert "proxy-authorization" not in tls_gateway.gateway.requests[0]["headers"]  # never to the gateway
+
+
+async def test_no_proxy_bypasses_the_proxy(tls_gateway: FakeServer, proxy: ConnectProxy, ca_file: str) -> None:
+    settings = Settings(baseUrl=https_url(tls_gateway), proxy=proxy.url, noProxy=["127.0.0.1"], caBundle=ca_file)
+    assert await run(settings) == ANSWER
+    assert proxy.targets == []
+
+
+async def test_strict_ssl_off_trusts_what_the_proxy_presents(tls_gateway: FakeServer, proxy: ConnectProxy) -> None:
+    settings = Settings(baseUrl=https_url(tls_gateway), proxy=proxy.url, proxyStrictSSL=False)
+    assert await run(settings) == ANSWER
+    # Direct connections always verify: the setting is about proxies.
+    error = await fails(Settings(baseUrl=https_url(tls_gateway), proxyStrictSSL=False))
+    assert "vercelAiGateway.caBundle" in error.message
+
+
+async def test_the_system_store_is_used_only_when_asked(
+    tls_gateway: FakeServer, ca_file: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OpenSSL's default store, as the OS configures it; SSL_CERT_FILE stands in for the OS here.
+    monkeypatch.setenv("SSL_CERT_FILE", ca_file)
+    assert await run(Settings(baseUrl=https_url(tls_gateway))) == ANSWER
+    error = await fails(Settings(baseUrl=https_url(tls_gateway), systemCertificates=False))
+    assert "vercelAiGateway.caBundle" in error.message
+
+
+def test_an_invalid_proxy_setting_is_named_without_its_value() -> None:
+    new, problems = updated_settings(Settings(), {"proxy": "socks9://user:hunter2-secret@x", "noProxy": ["a"]})
+    assert set(problems) == {"proxy"} and "hunter2" not in problems["proxy"]
+    assert new.proxy is None and new.noProxy == ["a"]
+    _, problems = updated_settings(Settings(), {"proxyAuthorization": "Basic x\r\nX-Injected: 1"})
+    assert set(problems) == {"proxyAuthorization"}
+
+
+@pytest.mark.parametrize(
+    ("entries", "url", "bypassed"),
+    [
+        (["example.com"], "https://example.com/v1", True),
+        (["example.com"], "https://api.example.com/v1", True),
+        ([".example.com"], "https://api.example.com/v1", True),
+        (["*.example.com"], "https://example.com/v1", True),
+        (["example.com"], "https://notexample.com/v1", False),
+        (["*"], "https://anything.test/v1", True),
+        (["10.0.0.0/8"], "https://10.1.2.3/v1", True),
+        (["10.0.0.0/8"], "https://11.1.2.3/v1", False),
+        (["example.com:8443"], "https://example.com/v1", False),
+        (["example.com:443"], "https://example.com/v1", True),
+        (["[::1]:443"], "https://[::1]/v1", True),
+        (["", "  "], "https://example.com/v1", False),
+    ],
+)
+def test_no_proxy_entries(entries: list[str], url: str, bypassed: bool) -> None:
+    assert bypasses_proxy(entries, url) is bypassed
+
+
+async def test_the_sidecar_takes_them_at_start_and_rebuilds_on_change(
+    tls_gateway: FakeServer, proxy: ConnectProxy, ca_file: str
+) -> None:
+    proxy.require = AUTH
+    sidecar = Sidecar()
+    settings: dict[str, Any] = {"proxy": proxy.url, "proxyAuthorization": AUTH, "maxRetries": 0}
+    await sidecar.start(https_url(tls_gateway), settings)
+    try:
+        chat = {"requestId": "r1", "model": "fake/text", "messages": USER}
+        with pytest.raises(JsonRpcException) as caught:
+            await sidecar.request("gateway/chat", chat)
+        assert "vercelAiGateway.caBundle" in str(caught.value) and "http.proxyStrictSSL" in str(caught.value)
+        assert caught.value.data["kind"] == "network"
+        await sidecar.request("gateway/configure", {"settings": {**settings, "caBundle": ca_file}})
+        await sidecar.request("gateway/chat", {**chat, "requestId": "r2"})
+        assert text_of(sidecar.parts["r2"]) == ANSWER
+        assert proxy.targets == [target(tls_gateway)] * 2 and proxy.seen[1].authorization == AUTH
+        assert all(AUTH not in message and "s3cret" not in message for _, message in sidecar.logs)
+    finally:
+        await sidecar.stop()
+
+
+def test_the_proxy_credentials_are_secrets() -> None:
+    settings = Settings(proxy="http://user:pa%24%24word@proxy:3128", proxyAuthorization=AUTH)
+    assert set(secrets_of(settings)) == {AUTH, "pa%24%24word", "pa$$word"}
