@@ -57,8 +57,8 @@ test-e2e: build
 	node tests/e2e/api.mjs
 	node tests/e2e/ui.mjs
 
-# The API tests again on the oldest VS Code that engines.vscode admits (code-server 4.106.3 =
-# VS Code 1.106.3), set up once into ~/.cache/ai-gateway-lm-host-1.106.3.
+# The API tests again on the oldest VS Code that engines.vscode admits (code-server 4.133.0 =
+# VS Code 1.133.0), set up once into ~/.cache/ai-gateway-lm-host-1.133.0.
 test-e2e-oldest: build
 	AI_GATEWAY_LM_HOST=oldest node tests/e2e/api.mjs
 

