@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
 TS_SOURCES := extension tests/ts bench scripts eslint.config.mjs
 
-.PHONY: install build test test-python test-node test-e2e screenshots lint contract bench clean
+.PHONY: install build test test-python test-node test-e2e test-e2e-oldest screenshots lint contract bench clean
 
 install: build
 	@bash scripts/install-vsix.sh $(VSIX)
@@ -57,13 +57,18 @@ test-e2e: build
 	node tests/e2e/api.mjs
 	node tests/e2e/ui.mjs
 
+# The API tests again on the oldest VS Code that engines.vscode admits (code-server 4.133.0 =
+# VS Code 1.133.0), set up once into ~/.cache/ai-gateway-lm-host-1.133.0.
+test-e2e-oldest: build
+	AI_GATEWAY_LM_HOST=oldest node tests/e2e/api.mjs
+
 # Regenerates the README's screenshots from a UI run.
 screenshots: build
 	node tests/e2e/ui.mjs
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-model-picker.png docs/model-picker.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-tool-round-trip.png docs/answer-and-status-bar.png
 
-test: lint test-python test-e2e test-node
+test: lint test-python test-e2e test-e2e-oldest test-node
 
 # Not part of `make test`: prints the benchmark table (rfcs/0005-performance.md explains it).
 bench: $(VENV)/.ready node_modules/.ready

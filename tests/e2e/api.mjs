@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
 
-const { cache, dirs, gateway, port, env } = await host.prepareRun('api', {
+const name = host.HOST === 'newest' ? 'api' : `${host.HOST}-api`; // screenshots and scratch folders
+const { cache, dirs, gateway, port, env } = await host.prepareRun(name, {
   'vercelAiGateway.trace.server': 'verbose', // the most verbose logging a user can ask for
   'vercelAiGateway.maxRetries': 0,
 });
@@ -33,13 +34,13 @@ try {
   await page.goto(`http://127.0.0.1:${port}/?folder=${dirs.ws}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
   const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 420_000));
   code = await Promise.race([exited, timeout]);
-  await page.screenshot({ path: path.join(artifacts, 'api-tests.png') });
+  await page.screenshot({ path: path.join(artifacts, `${name}-tests.png`) });
   // remoteagent.log is VS Code's own: at trace level it dumps the environment the key came from.
   const leaks = filesContaining(path.join(dirs.ud, 'logs'), env.AI_GATEWAY_API_KEY).filter((f) => !f.endsWith('remoteagent.log'));
   console.log(`[api-test] the API key appears in ${leaks.length} log file(s)${leaks.length ? `: ${leaks.join(', ')}` : ''}`);
   if (leaks.length && code === 0) code = 1;
   if (code !== 0) {
-    console.log(`API tests failed (${code}); screenshot: ${path.join(artifacts, 'api-tests.png')}`);
+    console.log(`API tests failed (${code}); screenshot: ${path.join(artifacts, `${name}-tests.png`)}`);
     await host.printDiagnostics(dirs, gateway);
   }
 } catch (error) {

@@ -32,6 +32,9 @@ export const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bi
 export const VSIX = path.join(ROOT, 'ai-gateway-lm.vsix');
 export const ARTIFACTS = process.env.AI_GATEWAY_LM_ARTIFACTS ?? '/tmp/ai-gateway-lm-e2e';
 export const FAKE_KEY = 'e2e-fake-key-0123456789';
+/** Which VS Code a run uses (tests/e2e/setup-host.sh): the newest (1.139), or engines.vscode's (1.133). */
+export const HOST = process.env.AI_GATEWAY_LM_HOST ?? 'newest';
+if (!['newest', 'oldest'].includes(HOST)) throw new Error(`AI_GATEWAY_LM_HOST is '${HOST}': newest or oldest`);
 
 /** Everything a run needs before code-server starts: the cached host, scratch folders, the fake
  * gateway, a port, the environment (the key arrives as a user's environment would bring it). */
@@ -48,7 +51,7 @@ export async function prepareRun(name, settings, { keyInEnvironment = true } = {
 }
 
 export function hostCache() {
-  const out = execFileSync('bash', [path.join(ROOT, 'tests/e2e/setup-host.sh')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync('bash', [path.join(ROOT, 'tests/e2e/setup-host.sh'), HOST], { stdio: ['ignore', 'pipe', 'inherit'] });
   return String(out).trim().split('\n').at(-1);
 }
 
@@ -106,8 +109,11 @@ export function installVsix(cache, dirs, env, vsix) {
 
 export async function startCodeServer(cache, dirs, env, port, extra = []) {
   const args = [...extra, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext,
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--vscode-option', 'enable-smoke-test-driver'];
-  const child = start(`${cache}/code-server/node_modules/.bin/code-server`, args, { env, cwd: dirs.ws });
+    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'];
+  // VS Code reads a test payload only with its smoke-test driver on; code-server 4.133 cannot ask.
+  const child = HOST === 'newest'
+    ? start(`${cache}/code-server/node_modules/.bin/code-server`, [...args, '--vscode-option', 'enable-smoke-test-driver'], { env, cwd: dirs.ws })
+    : start(`${cache}/node/bin/node`, [path.join(ROOT, 'tests/e2e/with-smoke-driver.cjs'), `${cache}/code-server/node_modules/code-server`, ...args], { env, cwd: dirs.ws });
   const log = fs.createWriteStream(path.join(dirs.base, 'code-server.log'));
   child.stdout.pipe(log);
   child.stderr.pipe(log);

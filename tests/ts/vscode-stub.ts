@@ -64,7 +64,7 @@ export class EventEmitter<T> {
 
 // What vscode-languageclient reads when it loads, is constructed and starts, so that tests run the
 // real client: classes it extends, the version it checks, and events it subscribes to.
-export const version = '1.106.0';
+export const version = '1.133.0'; // engines.vscode's oldest
 export const env = { appName: 'stub', language: 'en' };
 export const LogLevel = { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 } as const;
 export class CompletionItem {}
