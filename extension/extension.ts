@@ -9,6 +9,7 @@ import type { ModelEntry } from './contract';
 import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
 import { redacting, SidecarConnection } from './sidecar';
+import { SmallTasks } from './smalltasks';
 import { UsageStatus } from './status';
 import { readJson, writeJsonAtomic } from './storage';
 import type { ThinkingMode } from './wire';
@@ -35,8 +36,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     onUsage: (model, usage) => status.show(model, usage),
     onError: (error) => showError(error.message, error.action),
     tools: () => vscode.lm.tools,
+    onRequest: (initiator) => smallTasks.onRequest(initiator), // requests come after activation
     log,
   });
+  const smallTasks = new SmallTasks({ catalogue: () => provider.catalogue(), state: context.globalState, log });
   sidecar.onCalibration(({ model, factor }) => {
     // The sidecar bounds its factors; a message that is not one is ignored rather than trusted.
     if (typeof model === 'string' && typeof factor === 'number' && Number.isFinite(factor) && factor > 0) provider.tokens.setFactor(model, factor);
@@ -57,6 +60,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.manage, () => keys.manage()),
     vscode.commands.registerCommand(COMMANDS.refreshModels, () => provider.refresh()),
     vscode.commands.registerCommand(COMMANDS.showLogs, () => log.show()),
+    vscode.commands.registerCommand(COMMANDS.useForSmallTasks, () => smallTasks.choose()),
     // A failed restart has shown its error already.
     vscode.commands.registerCommand(COMMANDS.restartServer, () => sidecar.restart().catch(() => undefined)),
     vscode.workspace.onDidChangeConfiguration((event) => {
