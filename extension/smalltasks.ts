@@ -90,9 +90,11 @@ export class SmallTasks {
       void vscode.window.showWarningMessage(`This VS Code has no '${UTILITY_SMALL_MODEL}' setting: Copilot Chat chooses its small-task models itself here.`);
       return undefined;
     }
-    const ranked = rankForSmallTasks(await this.deps.catalogue());
+    const catalogue = await this.deps.catalogue();
+    const ranked = rankForSmallTasks(catalogue);
     if (ranked.length === 0) {
-      void vscode.window.showWarningMessage('No gateway model both calls tools and lists a price: nothing to use for small tasks yet.');
+      const why = catalogue.length ? 'no gateway model both calls tools and lists a price' : 'the model list is empty (is the API key set? see Show Logs)';
+      void vscode.window.showWarningMessage(`Nothing to use for Copilot's small tasks: ${why}.`);
       return undefined;
     }
     const items: ModelItem[] = ranked.map((model, index) => ({
@@ -107,7 +109,12 @@ export class SmallTasks {
       matchOnDescription: true,
     });
     if (!picked) return undefined;
-    await this.use(picked.model);
+    try {
+      await this.use(picked.model);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Could not write ${UTILITY_SMALL_MODEL}: ${(error as Error).message}`);
+      return undefined;
+    }
     return picked.model;
   }
 

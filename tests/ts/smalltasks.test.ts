@@ -13,7 +13,16 @@ import * as stub from './vscode-stub';
 import type { ModelEntry } from '../../extension/contract';
 import { activate } from '../../extension/extension';
 import type { GatewayChatProvider } from '../../extension/provider';
-import { BYOK_DEFAULT, DONT_ASK_KEY, hasFastHint, needsUtilityModels, rankForSmallTasks, UTILITY_MODEL, UTILITY_SMALL_MODEL } from '../../extension/smalltasks';
+import {
+  BYOK_DEFAULT,
+  DONT_ASK_KEY,
+  hasFastHint,
+  needsUtilityModels,
+  rankForSmallTasks,
+  SmallTasks,
+  UTILITY_MODEL,
+  UTILITY_SMALL_MODEL,
+} from '../../extension/smalltasks';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
@@ -186,6 +195,20 @@ test('the command, dismissed, writes nothing; on a VS Code without the settings 
     assert.deepEqual(stub.configUpdates, []);
   } finally {
     window.close();
+  }
+});
+
+test('a catalogue without a candidate, or an empty one: a warning that says which, no quick pick', async () => {
+  for (const [catalogue, why] of [
+    [[entry('x/no-tools', 1, 1, false), entry('y/unpriced', null, null)], /no gateway model both calls tools and lists a price/],
+    [[], /the model list is empty \(is the API key set\? see Show Logs\)/],
+  ] as const) {
+    resetSettings();
+    const smallTasks = new SmallTasks({ catalogue: async () => [...catalogue], state: new stub.Memento(), log: new stub.LogOutputChannel() });
+    assert.equal(await smallTasks.choose(), undefined);
+    assert.match(stub.shownWarnings[0] ?? '', why);
+    assert.equal(stub.quickPicks.length, 0);
+    assert.deepEqual(stub.configUpdates, []);
   }
 });
 
