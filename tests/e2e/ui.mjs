@@ -245,8 +245,10 @@ try {
     const mark = (await requestsSince(0)).length;
     await runCommand('Show Source Control'); // View: Show Source Control
     const sparkle = page.locator('.part.sidebar [aria-label^="Generate Commit Message"]').first();
+    // Copilot's menu entry needs `scmProvider == git && chatSetupCompleted`; in 1.139 only a finished
+    // Copilot chat setup (a sign-in) sets chatSetupCompleted (rfcs/0008-small-tasks.md).
     await sparkle.waitFor({ timeout: 30_000 }).catch(() => {
-      throw new Error("Source Control shows no 'Generate Commit Message' button (Copilot shows it when scmProvider == git && chatSetupCompleted)");
+      throw new Error("Source Control shows no 'Generate Commit Message' button: chatSetupCompleted is false in this browser profile");
     });
     await sparkle.click();
     await waitForRequest(mark, 'fake/tools', 'commit message', 'commit-message request');
