@@ -67,6 +67,8 @@ screenshots: build
 	node tests/e2e/ui.mjs
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-model-picker.png docs/model-picker.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-tool-round-trip.png docs/answer-and-status-bar.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-chat-title.png docs/small-tasks-chat-title.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-commit-message.png docs/small-tasks-commit-message.png
 
 test: lint test-python test-e2e test-e2e-oldest test-node
 

@@ -16,6 +16,7 @@ export const COMMANDS = {
   refreshModels: `${SECTION}.refreshModels`,
   showLogs: `${SECTION}.showLogs`,
   restartServer: `${SECTION}.restartServer`,
+  useForSmallTasks: `${SECTION}.useForSmallTasks`,
 } as const;
 
 /** The settings, by their names under SECTION. */

@@ -8,6 +8,7 @@ import type { ModelEntry } from './contract';
 import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
 import { redacting, SidecarConnection, sidecarSecrets } from './sidecar';
+import { SmallTasks } from './smalltasks';
 import { UsageStatus } from './status';
 import { readJson, writeJsonAtomic } from './storage';
 import type { ThinkingMode } from './wire';
@@ -35,8 +36,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
     onUsage: (model, usage) => status.show(model, usage),
     tools: () => vscode.lm.tools,
+    onRequest: (initiator) => smallTasks.onRequest(initiator), // requests come after activation
     log,
   });
+  const smallTasks = new SmallTasks({ catalogue: () => provider.catalogue(), state: context.globalState, log });
   sidecar.onCalibration(({ model }) => {
     // A window moved; the new one comes with the model list. A message that is not one is ignored.
     if (typeof model === 'string') provider.windowMoved();
@@ -58,6 +61,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.manage, () => keys.manage()),
     vscode.commands.registerCommand(COMMANDS.refreshModels, () => provider.refresh()),
     vscode.commands.registerCommand(COMMANDS.showLogs, () => log.show()),
+    vscode.commands.registerCommand(COMMANDS.useForSmallTasks, () => smallTasks.choose()),
     // A failed restart has shown its error already.
     vscode.commands.registerCommand(COMMANDS.restartServer, () => sidecar.restart().catch(() => undefined)),
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -16,6 +16,8 @@ export interface ProviderHooks {
   /** The strings of the tools Copilot will offer (from vscode.lm.tools), counted before it asks. */
   /** The tools Copilot will offer (vscode.lm.tools: a new array on every read). */
   tools(): readonly ToolInfo[];
+  /** A chat request arrived; `initiator` is the calling extension's id (VS Code 1.109+), else undefined. */
+  onRequest?(initiator: string | undefined): void;
   log: Pick<vscode.LogOutputChannel, 'info' | 'warn' | 'error'>;
 }
 
@@ -60,6 +62,13 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     return this.refreshing;
   }
 
+  /** The catalogue as VS Code was given it: the disk cache, or a fetch when there is none yet. */
+  async catalogue(): Promise<ModelEntry[]> {
+    if (this.models.length === 0) this.models = await this.hooks.loadCache();
+    if (this.models.length === 0) await this.refresh();
+    return this.models;
+  }
+
   notifyChanged(): void {
     this.changed.fire();
   }
@@ -99,6 +108,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     token: vscode.CancellationToken,
   ): Promise<void> {
     const requestId = `chat-${Date.now().toString(36)}-${++sequence}`;
+    const initiator = (options as { requestInitiator?: unknown }).requestInitiator; // not in @types/vscode 1.106
+    this.hooks.onRequest?.(typeof initiator === 'string' ? initiator : undefined);
     const thinking = this.hooks.thinking();
     const subscription = this.rpc.onParts(requestId, (parts) => reportParts(parts, thinking, progress));
     const params: ChatParams = {

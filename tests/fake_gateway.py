@@ -30,6 +30,7 @@ from fake_reasoning import serve_strict_reasoning
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ANSWER = ["Hello", " from", " the", " fake", " gateway", "."]
+TITLE = "Picnic plan from the gateway"
 USAGE = {
     "input_tokens": 42,
     "output_tokens": 7,
@@ -517,6 +518,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "echo":
         h._send(entry, [created, *text_events([json.dumps(body)]), completed()])
+        return
+    if scenario == "titled":  # Copilot's chat request offers tools; its title request (a small task) does not
+        h._send(entry, [created, *text_events(ANSWER if body.get("tools") else [TITLE]), completed()])
         return
     h._send(entry, [created, *text_events(ANSWER), completed()])
 

@@ -1,5 +1,6 @@
 // UI tests: Copilot Chat's own workbench UI, driven as a user would, with screenshots of each step.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
@@ -17,6 +18,22 @@ const artifacts = host.ARTIFACTS;
 const vsix = host.VSIX;
 const notes = path.join(dirs.ws, 'notes.txt');
 fs.writeFileSync(notes, 'The secret word is PINEAPPLE.\n');
+// A git workspace with one uncommitted change, for Source Control's "Generate Commit Message". The
+// change carries a scenario marker: the commit-message request's only user message holds the diff.
+const picnic = path.join(dirs.ws, 'picnic.md');
+const git = (...args) => execFileSync('git', ['-c', 'user.name=E2E', '-c', 'user.email=e2e@example.invalid', ...args], { cwd: dirs.ws, stdio: 'ignore' });
+fs.writeFileSync(picnic, '# Picnic\n\nBring apples.\n');
+git('init', '-q', '-b', 'main');
+git('add', '.');
+git('commit', '-q', '-m', 'Add notes and a picnic list');
+fs.writeFileSync(picnic, '# Picnic\n\nBring apples and pears. [scenario:text]\n');
+const SMALL_MODEL = 'vercel-ai-gateway/fake/tools'; // the fake catalogue's cheapest tool-capable model
+// The sparkle button's command, bound to a key as a user can: the way in when Copilot hides the button.
+const COMMIT_KEY = 'Control+Alt+Shift+KeyK';
+fs.writeFileSync(
+  path.join(dirs.ud, 'User', 'keybindings.json'),
+  JSON.stringify([{ key: 'ctrl+alt+shift+k', command: 'github.copilot.git.generateCommitMessage' }]),
+);
 
 const steps = [];
 let lastShot = '';
@@ -98,6 +115,43 @@ async function pickModel(name) {
   await page.locator('.part.auxiliarybar .model-picker-item', { hasText: name }).first().waitFor();
 }
 
+/** The gateway's request log from entry `from` on. */
+async function requestsSince(from) {
+  return (await (await fetch(`${gateway}/_requests`)).json()).slice(from);
+}
+
+/** A request to the gateway for `model` whose body (instructions or input) contains `text`, sent after entry `from`. */
+async function waitForRequest(from, model, text, what) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const log = await requestsSince(from);
+    const hit = log.find((entry) => entry.body?.model === model && JSON.stringify(entry.body ?? {}).includes(text));
+    if (hit) return hit;
+    if (Date.now() > deadline) throw new Error(`no ${what} reached the gateway for ${model}; requests since: ${log.map((e) => e.body?.model).join(', ')}`);
+    await page.waitForTimeout(500);
+  }
+}
+
+/** A notification, as a toast or (once the toast timed out) in the Notification Center. */
+async function findNotification(text) {
+  const notification = page.locator('.notifications-toasts .notification-toast, .notifications-center .notification-list-item', { hasText: text }).first();
+  if (
+    await notification.waitFor({ timeout: 15_000 }).then(
+      () => true,
+      () => false,
+    )
+  )
+    return notification;
+  await runCommand('Notifications: Show Notifications');
+  await notification.waitFor({ timeout: 10_000 });
+  return notification;
+}
+
+/** Closes the Notification Center if findNotification opened it (it would cover the chat input). */
+async function hideNotificationCenter() {
+  if (await page.locator('.notifications-center').isVisible()) await runCommand('Notifications: Hide Notifications');
+}
+
 async function send(text) {
   await chatInput().click();
   await page.keyboard.type(text);
@@ -175,6 +229,16 @@ try {
     assert.match(await status.first().innerText(), /in · .* out · .* of context · \$\d/); // tokens, share, cost
   });
 
+  await step('small-tasks-prompt', async () => {
+    // Copilot's first request came from our model with chat.utilitySmallModel empty: we offer the
+    // rule's pick once. "Don't ask again" is taken here; the command below sets the model instead.
+    const prompt = await findNotification('Use Fake Tools ($1.00 in / $2.00 out per million tokens)');
+    for (const button of ['Use Fake Tools', 'Choose…']) await prompt.getByRole('button', { name: button }).waitFor({ timeout: 5_000 });
+    await prompt.getByRole('button', { name: "Don't ask again" }).click();
+    await prompt.waitFor({ state: 'hidden', timeout: 10_000 });
+    await hideNotificationCenter();
+  });
+
   await step('thinking', async () => {
     await pickModel('Fake Reasoning');
     await send('[scenario:reasoning] Think first');
@@ -202,6 +266,61 @@ try {
     await pickModel('Fake Tools');
     await send(`[scenario:agent-read:${notes}] What does notes.txt say?`);
     await responses().last().getByText('PINEAPPLE', { exact: false }).first().waitFor({ timeout: 90_000 });
+  });
+
+  await step('small-tasks-command', async () => {
+    assert.equal(await page.locator('.notification-toast', { hasText: 'Use Fake Tools' }).count(), 0, 'asked once, not again after later chats');
+    await runCommand("Use Gateway Models for Copilot's Small Tasks");
+    const pick = page.locator('.quick-input-widget');
+    await pick.locator('.monaco-list-row.focused', { hasText: 'Fake Tools' }).filter({ hasText: 'recommended' }).waitFor({ timeout: 30_000 });
+    await pick.getByText('$1.00 in / $2.00 out per million tokens').first().waitFor({ timeout: 5_000 });
+    await page.keyboard.press('Enter');
+    await findNotification('now run on Fake Tools');
+    await hideNotificationCenter();
+    const settings = JSON.parse(fs.readFileSync(path.join(dirs.ud, 'User', 'settings.json'), 'utf8')); // written before the notice
+    for (const key of ['chat.utilitySmallModel', 'chat.utilityModel']) assert.equal(settings[key], SMALL_MODEL, `${key} in the user's settings`);
+  });
+
+  await step('chat-title', async () => {
+    // The confirmation toast sits over the chat input until it times out (10 s).
+    await page
+      .locator('.notification-toast')
+      .first()
+      .waitFor({ state: 'detached', timeout: 20_000 })
+      .catch(() => undefined);
+    const mark = (await requestsSince(0)).length;
+    await runCommand('Chat: New Chat');
+    await chatInput().waitFor({ timeout: 30_000 });
+    await pickModel('Fake Text');
+    await send('[scenario:titled] Plan a picnic for Saturday');
+    await responses().last().getByText('Hello from the fake gateway.').waitFor({ timeout: 60_000 });
+    // Copilot asks its small model for the title: our provider, with the model the command wrote.
+    await waitForRequest(mark, 'fake/tools', 'brief title for the following request', 'chat-title request');
+    await page.getByText('Picnic plan from the gateway').first().waitFor({ timeout: 30_000 }); // the fake's title answer
+  });
+
+  await step('commit-message', async () => {
+    const mark = (await requestsSince(0)).length;
+    await runCommand('Show Source Control'); // View: Show Source Control
+    const sparkle = page.locator('.part.sidebar [aria-label^="Generate Commit Message"]').first();
+    // Copilot's menu entry needs `scmProvider == git && chatSetupCompleted`; in 1.139 only a finished
+    // Copilot chat setup (a sign-in) sets chatSetupCompleted (rfcs/0008-small-tasks.md).
+    if (
+      await sparkle.waitFor({ timeout: 30_000 }).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      await sparkle.click();
+      console.log('ui: commit message: Source Control\'s "Generate Commit Message" button clicked');
+    } else {
+      console.log('ui: commit message: NO "Generate Commit Message" button (chatSetupCompleted is false in this profile); its command runs from a keybinding');
+      await page.locator('.part.sidebar .scm-editor').first().click();
+      await page.keyboard.press(COMMIT_KEY);
+    }
+    await waitForRequest(mark, 'fake/tools', 'commit message', 'commit-message request');
+    // The answer ("Hello from the fake gateway.", for the diff's [scenario:text]) lands in the input box.
+    await page.locator('.part.sidebar .scm-editor .view-lines', { hasText: 'Hello from the fake gateway.' }).first().waitFor({ timeout: 30_000 });
   });
 
   // Issue 12, part 3: a gateway that refuses a tool turn without the reasoning that preceded the

@@ -82,9 +82,25 @@ const noEvent = () => ({ dispose() {} });
 export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 } as const;
 export const progressTitles: string[] = [];
 export const settings: Record<string, unknown> = {};
+/** The defaults of settings other extensions register (Copilot's `chat.*`): unregistered when absent. */
+export const registeredDefaults: Record<string, unknown> = {};
+export const ConfigurationTarget = { Global: 1, Workspace: 2, WorkspaceFolder: 3 } as const;
+export const configUpdates: { key: string; value: unknown; target: unknown }[] = [];
+const fullKey = (section: string | undefined, key: string) => (section ? `${section}.${key}` : key);
 export const workspace = {
-  getConfiguration: (section: string) => ({
-    get: <T>(key: string, fallback?: T): T | undefined => (settings[`${section}.${key}`] as T | undefined) ?? fallback,
+  getConfiguration: (section?: string) => ({
+    get: <T>(key: string, fallback?: T): T | undefined =>
+      (settings[fullKey(section, key)] as T | undefined) ?? (registeredDefaults[fullKey(section, key)] as T | undefined) ?? fallback,
+    inspect: (key: string) => ({
+      key: fullKey(section, key),
+      defaultValue: registeredDefaults[fullKey(section, key)],
+      globalValue: settings[fullKey(section, key)],
+    }),
+    update: (key: string, value: unknown, target: unknown) => {
+      settings[fullKey(section, key)] = value;
+      configUpdates.push({ key: fullKey(section, key), value, target });
+      return Promise.resolve();
+    },
   }),
   workspaceFolders: undefined,
   textDocuments: [],
@@ -157,6 +173,21 @@ export class LogOutputChannel {
 }
 export const outputChannels: LogOutputChannel[] = [];
 
+/** A Memento (globalState) kept in memory. */
+export class Memento {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string, fallback?: T): T | undefined {
+    return (this.values.get(key) as T | undefined) ?? fallback;
+  }
+  update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+    return Promise.resolve();
+  }
+  keys(): readonly string[] {
+    return [...this.values.keys()];
+  }
+}
+
 /** SecretStorage kept in memory. */
 export class SecretStorage {
   readonly values = new Map<string, string>();
@@ -182,7 +213,16 @@ export class SecretStorage {
 
 /** What the user answers next: tests push the answers, the stub takes them in order (for an error
  * notification, the title of the button clicked). */
-export const answers = { inputBox: [] as (string | undefined)[], quickPick: [] as (string | undefined)[], errorButton: [] as (string | undefined)[] };
+export const answers = {
+  inputBox: [] as (string | undefined)[],
+  quickPick: [] as (string | undefined)[],
+  errorButton: [] as (string | undefined)[],
+  infoButton: [] as (string | undefined)[],
+};
+/** The items of each quick pick shown; an answer picks the item with that label. */
+export const quickPicks: { items: unknown[]; options?: object }[] = [];
+export const shownInfos: { message: string; actions: string[] }[] = [];
+export const shownWarnings: string[] = [];
 export const inputBoxOptions: { validateInput?: (value: string) => string | undefined; password?: boolean }[] = [];
 export const shownErrors: { message: string; actions: string[] }[] = [];
 export const window = {
@@ -191,13 +231,23 @@ export const window = {
     const clicked = answers.errorButton.shift();
     return Promise.resolve(items.find((item) => item.title === clicked));
   },
-  showWarningMessage: (_message: string, ..._actions: string[]) => Promise.resolve(undefined),
-  showInformationMessage: (_message: string, ..._actions: string[]) => Promise.resolve(undefined),
+  showWarningMessage: (message: string, ..._actions: string[]) => {
+    shownWarnings.push(message);
+    return Promise.resolve(undefined);
+  },
+  showInformationMessage: (message: string, ...actions: string[]) => {
+    shownInfos.push({ message, actions });
+    return Promise.resolve(actions.length ? answers.infoButton.shift() : undefined);
+  },
   showInputBox: (options: (typeof inputBoxOptions)[number]) => {
     inputBoxOptions.push(options);
     return Promise.resolve(answers.inputBox.shift());
   },
-  showQuickPick: (_items: string[], _options?: object) => Promise.resolve(answers.quickPick.shift()),
+  showQuickPick: (items: readonly (string | { label: string })[], options?: object) => {
+    quickPicks.push({ items: [...items], options });
+    const answer = answers.quickPick.shift();
+    return Promise.resolve(items.find((item) => (typeof item === 'string' ? item : item.label) === answer));
+  },
   createOutputChannel: (name: string, _options?: { log: true }) => {
     const channel = new LogOutputChannel(name);
     outputChannels.push(channel);
