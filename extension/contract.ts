@@ -4,7 +4,19 @@
 
 export type StreamPart = TextPart | ThinkingPart | ToolCallPart | UsagePart | FinishPart;
 export type ErrorKind =
-  'auth' | 'forbidden' | 'not_found' | 'rate_limited' | 'context_overflow' | 'bad_request' | 'upstream' | 'network' | 'timeout' | 'protocol' | 'internal';
+  | 'auth'
+  | 'forbidden'
+  | 'not_found'
+  | 'rate_limited'
+  | 'context_overflow'
+  | 'bad_request'
+  | 'upstream'
+  | 'network'
+  | 'timeout'
+  | 'protocol'
+  | 'internal'
+  | 'spend_limit';
+export type SpendScope = 'request' | 'day';
 
 export interface RpcContract {
   methods: RpcMethods;
@@ -28,6 +40,14 @@ export interface RpcMethods {
   'gateway/configure': {
     params: ConfigureParams;
     result: ConfigureResult;
+  };
+  'gateway/credits': {
+    params: CreditsParams;
+    result: Credits;
+  };
+  'gateway/usage': {
+    params: UsageParams;
+    result: UsageResult;
   };
 }
 export interface ModelsParams {
@@ -79,6 +99,7 @@ export interface ChatParams {
   };
   requestId: string | number;
   apiKey?: string | null;
+  approvedCost?: number | null;
 }
 export interface MessageIn {
   role: number;
@@ -164,13 +185,61 @@ export interface Settings {
   caBundle?: string | null;
   logLevel?: string;
   stateDir?: string | null;
+  maxRequestCost?: number | null;
+  maxDailyCost?: number | null;
+  usageRetentionDays?: number;
+  gatewaySort?: 'default' | 'cost' | 'tps' | 'ttft';
+  zeroDataRetention?: boolean;
+  disallowPromptTraining?: boolean;
+  serviceTier?: 'default' | 'flex' | 'priority';
+  caching?: 'default' | 'auto';
+  attributionUser?: string | null;
+  attributionTags?: string[];
+  tagWorkspace?: boolean;
 }
 export interface ConfigureResult {
   ok: true;
 }
+export interface CreditsParams {
+  apiKey?: string | null;
+}
+/**
+ * USD; both None when the key cannot read the team's credits.
+ */
+export interface Credits {
+  balance: number | null;
+  totalUsed: number | null;
+}
+export interface UsageParams {
+  since?: string | null;
+  until?: string | null;
+  limit?: number;
+}
+export interface UsageResult {
+  records: UsageRecord[];
+  dayTotal: number;
+}
+/**
+ * One request's usage: the billed cost when the gateway's lookup answered, else the estimate.
+ */
+export interface UsageRecord {
+  id: string;
+  time: string;
+  model: string;
+  provider: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
+  cost: number | null;
+  billed: boolean;
+  byok: boolean | null;
+}
 export interface RpcNotifications {
   'gateway/parts': PartsNotification;
   'gateway/calibration': Calibration;
+  'gateway/billed': BilledNotification;
 }
 export interface PartsNotification {
   requestId: string | number;
@@ -206,6 +275,13 @@ export interface Calibration {
   factor: number;
 }
 /**
+ * Sent once per chat, after its result: the billed record, or the estimate when the lookup gave up.
+ */
+export interface BilledNotification {
+  requestId: string | number;
+  record: UsageRecord;
+}
+/**
  * The `data` of every JSON-RPC error the sidecar answers (rfcs/0003-rpc-contract.md).
  */
 export interface ErrorData {
@@ -213,6 +289,10 @@ export interface ErrorData {
   status: number | null;
   retryAfter: number | null;
   settings?: string[];
+  estimate?: number;
+  limit?: number;
+  scope?: SpendScope;
+  spentToday?: number;
 }
 
 /** Every ErrorKind, for checking a kind read off the wire. */
@@ -228,4 +308,5 @@ export const ERROR_KINDS: readonly ErrorKind[] = [
   'timeout',
   'protocol',
   'internal',
+  'spend_limit',
 ];

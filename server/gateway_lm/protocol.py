@@ -121,7 +121,21 @@ SETTING_NAMES = {  # the extension's names for the settings whose names differ h
     "gatewayOrder": "routing.order",
     "gatewayOnly": "routing.only",
     "gatewayModels": "routing.fallbackModels",
+    "maxRequestCost": "spend.maxRequestCost",
+    "maxDailyCost": "spend.maxDailyCost",
+    "usageRetentionDays": "usage.retentionDays",
+    "gatewaySort": "routing.sort",
+    "zeroDataRetention": "routing.zeroDataRetention",
+    "disallowPromptTraining": "routing.disallowPromptTraining",
+    "serviceTier": "routing.serviceTier",
+    "caching": "routing.caching",
+    "attributionUser": "attribution.user",
+    "attributionTags": "attribution.tags",
+    "tagWorkspace": "attribution.tagWorkspace",
 }
+MAX_COST_SETTING = 1_000_000.0  # USD; a limit above it is no limit
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 200
 
 
 def _http_url(value: str) -> str:
@@ -134,6 +148,13 @@ def _http_url(value: str) -> str:
 def _log_level(value: str) -> str:
     if value.lower() not in LOG_LEVELS:
         raise ValueError(f"must be one of {', '.join(sorted(LOG_LEVELS))}")
+    return value
+
+
+def _few_tags(value: list[str]) -> list[str]:
+    # A validator, not max_length: that would type the setting as 21 tuple types in contract.ts.
+    if len(value) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
     return value
 
 
@@ -159,6 +180,21 @@ class Settings(BaseModel):
     caBundle: str | None = None
     logLevel: Annotated[str, AfterValidator(_log_level)] = "info"
     stateDir: str | None = None  # where the sidecar keeps what it learns (the extension's storage)
+    # Spend guard and usage history (rfcs/0006-spend.md): limits in USD, None is off.
+    maxRequestCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
+    maxDailyCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
+    usageRetentionDays: Annotated[int, Field(ge=1, le=3650)] = 90
+    # Routing and attribution: `providerOptions.gateway` fields; "default" sends nothing.
+    gatewaySort: Literal["default", "cost", "tps", "ttft"] = "default"
+    zeroDataRetention: bool = False
+    disallowPromptTraining: bool = False
+    serviceTier: Literal["default", "flex", "priority"] = "default"
+    caching: Literal["default", "auto"] = "default"
+    attributionUser: Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)] | None = None
+    attributionTags: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)]], AfterValidator(_few_tags)
+    ] = []
+    tagWorkspace: bool = False  # the extension adds the "workspace:<name>" tag; named here with the others
 
 
 def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settings, dict[str, str]]:
