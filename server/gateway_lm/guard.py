@@ -60,6 +60,8 @@ def check(estimate: float, settings: Settings, spent_today: float, approved: flo
 
 def usd(amount: float) -> str:
     """Cents where they matter, four places below a cent (as extension/status.ts writes it)."""
+    if 0 < amount < 0.00005:
+        return "<$0.0001"  # not "$0.0000" for a cost that is not nothing
     return f"${amount:.2f}" if amount >= 0.01 else f"${amount:.4f}"
 
 
