@@ -207,7 +207,7 @@ def dispatch(args: argparse.Namespace, out: Output) -> None:
     elif args.command == "usage":
         cli_spend.run_usage(args, out)
     elif args.command == "credits":
-        asyncio.run(cli_spend.run_credits(args, out))
+        asyncio.run(cli_spend.run_credits(settings_from(args), out))
     elif args.command == "serve":
         run_serve(args, out)
 

@@ -9,14 +9,24 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .client import GatewayClient
 from .guard import usd
 from .history import DB_NAME, UsageRecord, UsageStore, utc_day
+from .protocol import Settings
+from .spend import read_credits
 
-if TYPE_CHECKING:
-    from .cli import Output
+
+class Output(Protocol):
+    """What these commands need of cli.Output (nothing here imports cli.py)."""
+
+    as_json: bool
+
+    def out(self, text: str) -> None: ...
+
+    def err(self, text: str) -> None: ...
+
 
 EXTENSION_ID = "ai-gateway-lm.ai-gateway-lm"  # package.json's publisher.name: its global storage folder
 STATE_DIR_ENV = "AI_GATEWAY_LM_STATE_DIR"
@@ -83,11 +93,8 @@ def _line(record: UsageRecord) -> str:
     )
 
 
-async def run_credits(args: argparse.Namespace, out: Output) -> None:
-    from .cli import settings_from
-    from .spend import read_credits
-
-    client = GatewayClient(settings_from(args))
+async def run_credits(settings: Settings, out: Output) -> None:
+    client = GatewayClient(settings)
     try:
         credits = await read_credits(client, None)  # the key from the environment, as `chat` uses
     finally:
