@@ -220,3 +220,19 @@ def record_at(time: str, cost: float) -> Any:
         "billed": True,
         "byok": False,
     }
+
+
+async def test_without_a_usable_history_chats_still_answer_and_bill(gateway: FakeServer, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    side = Sidecar()
+    await side.start(gateway.base_url, {"stateDir": str(blocker), "maxDailyCost": 1.0})
+    try:
+        await side.request("gateway/models", {})
+        result = await side.request("gateway/chat", chat("u1", "billed"))
+        _, record = await billed_for(side, "u1")
+        assert result["finishReason"] == "stop" and record["billed"] is True
+        assert await side.request("gateway/usage", {}) == {"records": [], "dayTotal": 0.0}
+        assert sum("usage history" in message for _, message in side.logs) == 1, "said once"
+    finally:
+        await side.stop()

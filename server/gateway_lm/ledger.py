@@ -26,11 +26,12 @@ from .history import DEFAULT_LIMIT, MAX_LIMIT, UsageRecord, UsageStore
 from .models import ModelInfo, Pricing
 from .params import ChatParams, validated
 from .pipeline import ChatOutcome
-from .protocol import Settings
+from .protocol import Settings, UsagePart
 from .spend import Credits, Generation, look_up, read_credits
 from .tokens import count_request
 from .toolnames import ToolNameMap
 from .translate import build_request
+from .usage import MAX_ID
 
 log = logging.getLogger("gateway_lm.ledger")
 _T = TypeVar("_T")
@@ -109,24 +110,18 @@ class Ledger:
         """Records the chat's usage at once (the estimate), then its billed cost when the gateway has it."""
         if outcome.usage is None:
             return  # no answer to account for: failed, cancelled, or a gateway that reports no usage
-        usage, key = outcome.usage, uuid.uuid4().hex
-        now = datetime.datetime.now(datetime.timezone.utc)
-        record: UsageRecord = {
-            "id": outcome.response_id or key,
-            "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "model": model,
-            "provider": None,
-            "inputTokens": usage["inputTokens"],
-            "outputTokens": usage["outputTokens"],
-            "cachedTokens": usage["cachedTokens"],
-            "cacheWriteTokens": 0,
-            "reasoningTokens": usage["reasoningTokens"],
-            "cost": usage_cost(usage, known.pricing if known is not None else None),
-            "billed": False,
-            "byok": None,
-        }
+        try:
+            record = estimated(model, outcome.usage, outcome.response_id, known)
+            from_response = record["id"] if record["id"] == outcome.response_id else None  # not our uuid
+            await self._settle(request_id, record, outcome.generation_id or from_response, api_key)
+        except Exception as error:  # a background task: nobody else would hear of it
+            log.warning("the usage of chat %s was not recorded: %s: %s", request_id, type(error).__name__, error)
+
+    async def _settle(
+        self, request_id: str | int, record: UsageRecord, lookup_id: str | None, api_key: str | None
+    ) -> None:
+        key = uuid.uuid4().hex  # the row's, so the billed record replaces this estimate
         await self._put(key, record)
-        lookup_id = outcome.generation_id or outcome.response_id
         generation = await look_up(self._client(), lookup_id, api_key) if lookup_id else None
         if generation is not None:
             record = billed(record, generation)
@@ -160,6 +155,25 @@ class Ledger:
         except sqlite3.Error as error:  # busy past the timeout, a full disk, a damaged file
             log.warning("usage history: %s", error)
             return None
+
+
+def estimated(model: str, usage: UsagePart, response_id: str | None, known: ModelInfo | None) -> UsageRecord:
+    """The record by list prices, as soon as the chat answered."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return {
+        "id": response_id if response_id and len(response_id) <= MAX_ID else uuid.uuid4().hex,
+        "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "model": model,
+        "provider": None,
+        "inputTokens": usage["inputTokens"],
+        "outputTokens": usage["outputTokens"],
+        "cachedTokens": usage["cachedTokens"],
+        "cacheWriteTokens": 0,
+        "reasoningTokens": usage["reasoningTokens"],
+        "cost": usage_cost(usage, known.pricing if known is not None else None),
+        "billed": False,
+        "byok": None,
+    }
 
 
 def billed(record: UsageRecord, generation: Generation) -> UsageRecord:
