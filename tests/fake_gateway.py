@@ -3,8 +3,9 @@
 The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the last user message,
 or the model id (`fake/<scenario>`); `GET …/echo-key/…/models` and `GET …/hostile/…/models` pick a
 catalogue answer by the base URL's path. Every request is
-recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
-other processes (Node, VS Code) can assert what reached the gateway.
+recorded (body, headers, `providerOptions`, when the client went away) and served back at
+`GET /_requests`, so tests in other processes (Node, VS Code) can assert what reached the gateway.
+Credits, generation lookups and the `billed*` scenarios: fake_spend.py.
 
 Run standalone: `python tests/fake_gateway.py [--port N]` prints `PORT <n>` and serves until killed.
 """
