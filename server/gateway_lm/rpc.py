@@ -18,7 +18,7 @@ from .accounting import Accounting
 from .client import GatewayClient
 from .counting import TokenService
 from .errors import GatewayError
-from .ledger import BilledNotification, Ledger
+from .ledger import Ledger
 from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
 from .outbox import Outbox, stdout_writer
@@ -69,7 +69,7 @@ class Sidecar:
         self.outbox = Outbox(None)  # given the stdout writer when serving starts
         self._shown_problems = ""  # the invalid settings last shown to the user
         self._chats: set[str | int] = set()  # requestIds of the chats running now
-        self.ledger = Ledger(lambda: self.client, self.notify_billed)
+        self.ledger = Ledger(lambda: self.client, lambda billed: self._notify("gateway/billed", billed))
 
     # ---- setup ----
 
@@ -218,9 +218,6 @@ class Sidecar:
     def notify_calibration(self, model: str, factor: float) -> None:
         calibration: Calibration = {"model": model, "factor": factor}
         self._notify("gateway/calibration", calibration)
-
-    def notify_billed(self, billed: BilledNotification) -> None:
-        self._notify("gateway/billed", billed)
 
     async def count_tokens(self, params: object) -> CountResult:
         request = validated(CountParams, params)
