@@ -5,7 +5,19 @@
 export type JsonValue = unknown;
 export type StreamPart = TextPart | ThinkingPart | ToolCallPart | ReasoningStatePart | UsagePart | FinishPart;
 export type ErrorKind =
-  'auth' | 'forbidden' | 'not_found' | 'rate_limited' | 'context_overflow' | 'bad_request' | 'upstream' | 'network' | 'timeout' | 'protocol' | 'internal';
+  | 'auth'
+  | 'forbidden'
+  | 'not_found'
+  | 'rate_limited'
+  | 'context_overflow'
+  | 'bad_request'
+  | 'upstream'
+  | 'network'
+  | 'timeout'
+  | 'protocol'
+  | 'internal'
+  | 'spend_limit';
+export type SpendScope = 'request' | 'day';
 
 export interface RpcContract {
   methods: RpcMethods;
@@ -29,6 +41,14 @@ export interface RpcMethods {
   'gateway/configure': {
     params: ConfigureParams;
     result: ConfigureResult;
+  };
+  'gateway/credits': {
+    params: CreditsParams;
+    result: Credits;
+  };
+  'gateway/usage': {
+    params: UsageParams;
+    result: UsageResult;
   };
 }
 export interface ModelsParams {
@@ -83,6 +103,7 @@ export interface ChatParams {
   };
   requestId: string | number;
   apiKey?: string | null;
+  approvedCost?: number | null;
 }
 export interface MessageIn {
   role: number;
@@ -198,6 +219,17 @@ export interface Settings {
   };
   logLevel?: string;
   stateDir?: string | null;
+  maxRequestCost?: number | null;
+  maxDailyCost?: number | null;
+  usageRetentionDays?: number;
+  gatewaySort?: 'default' | 'cost' | 'tps' | 'ttft';
+  zeroDataRetention?: boolean;
+  disallowPromptTraining?: boolean;
+  serviceTier?: 'default' | 'flex' | 'priority';
+  caching?: 'default' | 'auto';
+  attributionUser?: string | null;
+  attributionTags?: string[];
+  tagWorkspace?: boolean;
 }
 /**
  * What one pattern of `vercelAiGateway.modelOptions` may set.
@@ -217,9 +249,46 @@ export interface ModelOptions {
 export interface ConfigureResult {
   ok: true;
 }
+export interface CreditsParams {
+  apiKey?: string | null;
+}
+/**
+ * USD; both None when the key cannot read the team's credits.
+ */
+export interface Credits {
+  balance: number | null;
+  totalUsed: number | null;
+}
+export interface UsageParams {
+  since?: string | null;
+  until?: string | null;
+  limit?: number;
+}
+export interface UsageResult {
+  records: UsageRecord[];
+  dayTotal: number;
+}
+/**
+ * One request's usage: the billed cost when the gateway's lookup answered, else the estimate.
+ */
+export interface UsageRecord {
+  id: string;
+  time: string;
+  model: string;
+  provider: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
+  cost: number | null;
+  billed: boolean;
+  byok: boolean | null;
+}
 export interface RpcNotifications {
   'gateway/parts': PartsNotification;
   'gateway/calibration': Calibration;
+  'gateway/billed': BilledNotification;
 }
 export interface PartsNotification {
   requestId: string | number;
@@ -272,6 +341,13 @@ export interface Calibration {
   factor: number;
 }
 /**
+ * Sent once per chat, after its result: the billed record, or the estimate when the lookup gave up.
+ */
+export interface BilledNotification {
+  requestId: string | number;
+  record: UsageRecord;
+}
+/**
  * The `data` of every JSON-RPC error the sidecar answers (rfcs/0003-rpc-contract.md).
  */
 export interface ErrorData {
@@ -279,6 +355,10 @@ export interface ErrorData {
   status: number | null;
   retryAfter: number | null;
   settings?: string[];
+  estimate?: number;
+  limit?: number;
+  scope?: SpendScope;
+  spentToday?: number;
 }
 
 /** Every ErrorKind, for checking a kind read off the wire. */
@@ -294,4 +374,5 @@ export const ERROR_KINDS: readonly ErrorKind[] = [
   'timeout',
   'protocol',
   'internal',
+  'spend_limit',
 ];

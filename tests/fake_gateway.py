@@ -5,6 +5,7 @@ or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hos
 `GET …/tokenizer/…/models` pick a catalogue answer by the base URL's path. Every request is
 recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
 other processes (Node, VS Code) can assert what reached the gateway.
+Credits, generation lookups and the `billed*` scenarios: fake_spend.py.
 
 Run standalone: `python tests/fake_gateway.py [--port N]` prints `PORT <n>` and serves until killed.
 """
@@ -24,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import fake_spend
 from fake_agent import MODEL as AGENT_MODEL
 from fake_agent import serve_agent_loop
 from fake_reasoning import serve_strict_reasoning
@@ -177,6 +179,16 @@ class Gateway:
         self.requests: list[dict[str, Any]] = []
         self.counters: dict[str, int] = {}
         self.lock = threading.Lock()
+        self.generations = fake_spend.Generations()
+        self.lookups: list[dict[str, Any]] = []  # GETs of credits and generations (fake_spend.py)
+
+    def record_lookup(self, entry: dict[str, Any]) -> None:
+        with self.lock:
+            self.lookups.append(entry)
+
+    def generation(self, generation_id: str) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            return self.generations.look_up(generation_id)
 
     def record(self, entry: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
@@ -275,6 +287,8 @@ class Handler(BaseHTTPRequestHandler):
     # ---- routes ----
 
     def do_GET(self) -> None:
+        if fake_spend.serve_get(self, self.server.gateway):
+            return
         if self.path.rstrip("/").endswith("/models"):
             if "/echo-key/" in self.path:  # a gateway that quotes the key it was sent
                 self._json(401, echo_key_error(self.headers.get("authorization")))
@@ -297,6 +311,7 @@ class Handler(BaseHTTPRequestHandler):
             with self.server.gateway.lock:
                 self.server.gateway.requests.clear()
                 self.server.gateway.counters.clear()
+                self.server.gateway.lookups.clear()
             self._json(200, {"ok": True})
             return
         try:
@@ -315,7 +330,10 @@ class Handler(BaseHTTPRequestHandler):
                 "scenario": scenario,
                 "body": body,
                 "authorization": self.headers.get("authorization"),
-                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "headers": {
+                    key.lower(): value for key, value in self.headers.items() if key.lower() != "authorization"
+                },
+                "providerOptions": body.get("providerOptions") if isinstance(body, dict) else None,
                 "received_at": time.time(),
             }
         )
@@ -393,6 +411,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "agent-loop":
         serve_agent_loop(h, body, entry, created)  # may refuse before any stream starts
+        return
+    if scenario.startswith("billed"):
+        serve_billed(h, scenario, body, entry)
         return
     if scenario.startswith("replay:"):
         h._start_stream()
@@ -546,6 +567,23 @@ def serve_tokenizer(h: Handler, scenario: str, body: dict[str, Any], entry: dict
     h.usage = {**USAGE, "input_tokens": reported, "total_tokens": reported + USAGE["output_tokens"]}
     h.usage["input_tokens_details"] = {"cached_tokens": 0}
     serve_scenario(h, inner or "text", body, entry)
+
+
+def serve_billed(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
+    """A plain answer whose generation the fake records once it has been sent (fake_spend.py)."""
+    gateway = h.server.gateway
+    with gateway.lock:
+        generation_id = gateway.generations.new_id()
+    response_id, extra = generation_id, {}
+    if scenario == "billed-meta":  # the id only in provider metadata, as the AI SDK reports it
+        response_id, extra = "resp_meta_1", {"providerMetadata": {"gateway": {"generationId": generation_id}}}
+    created = {"type": "response.created", "response": {**response_obj("in_progress"), "id": response_id}}
+    done = {"type": "response.completed", "response": {**response_obj("completed", usage=USAGE, **extra)}}
+    done["response"]["id"] = response_id
+    h._start_stream()
+    h._send(entry, [created, *text_events(ANSWER), done])
+    with gateway.lock:
+        gateway.generations.add(generation_id, str(body.get("model", "")), scenario)
 
 
 def serve_agent_read(

@@ -22,12 +22,17 @@ class Sidecar:
         self.parts: dict[Any, list[dict[str, Any]]] = {}
         self.part_arrivals: dict[Any, list[float]] = {}
         self.logs: list[tuple[int, str]] = []
+        self.billed: list[tuple[float, Any]] = []  # (arrival, params) of each gateway/billed
 
         @self.client.feature("gateway/parts")
         def on_parts(params: Any) -> None:
             rid = params["requestId"]
             self.parts.setdefault(rid, []).extend(params["parts"])
             self.part_arrivals.setdefault(rid, []).append(asyncio.get_running_loop().time())
+
+        @self.client.feature("gateway/billed")
+        def on_billed(params: Any) -> None:
+            self.billed.append((asyncio.get_running_loop().time(), params))
 
         @self.client.feature("window/showMessage")
         def on_show(params: Any) -> None:

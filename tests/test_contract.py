@@ -4,6 +4,7 @@ what the extension sends fits the params. A field added on one side only fails h
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ def test_the_contract_names_every_method_and_notification() -> None:
         "timeout",
         "protocol",
         "internal",
+        "spend_limit",
     ]
 
 
@@ -69,11 +71,16 @@ async def test_what_the_sidecar_writes_fits_the_contract(gateway: FakeServer, tm
             ("gateway/chat", chat("tools", "tools", model="fake/tools"), {}),
             ("gateway/chat", chat("calibrate", "calibrate:1.3"), {}),
             ("gateway/configure", {"settings": {"logLevel": "debug"}}, {}),
+            ("gateway/credits", {"apiKey": "sk-contract-test-key"}, {}),
+            ("gateway/credits", {"apiKey": "no-credits"}, {}),
+            ("gateway/chat", chat("billed", "billed"), {}),
+            ("gateway/usage", {"since": "2026-01-01", "limit": 10}, {}),
         ]
         failing = [
             ("gateway/chat", chat("e401", "error-401"), {"kind": "auth", "status": 401}),
             ("gateway/chat", {"model": 3}, {"kind": "bad_request"}),  # params off the contract
             ("gateway/configure", {"settings": {"maxRetries": "many"}}, {"kind": "bad_request"}),
+            ("gateway/usage", {"limit": -1}, {"kind": "bad_request"}),
         ]
         for name, params, _ in [*sent, failing[0]]:
             assert fits(params, method(name, "params")) == [], f"the test sends {name} as the contract says"
@@ -84,13 +91,23 @@ async def test_what_the_sidecar_writes_fits_the_contract(gateway: FakeServer, tm
         for name, params, expected in failing:
             error = (await side.request(name, params))["error"]
             assert fits(error["data"], "ErrorData") == [] and expected.items() <= error["data"].items(), error
+        await side.request("gateway/configure", {"settings": {"maxRequestCost": 0.001}})
+        error = (await side.request("gateway/chat", chat("guarded", "text")))["error"]
+        assert fits(error["data"], "ErrorData") == [] and error["data"]["kind"] == "spend_limit", error
+        for _ in range(100):  # the billed records follow the results
+            if len(side.notifications("gateway/billed")) == 4:
+                break
+            await asyncio.sleep(0.1)
     finally:
         await side.stop()
     parts = side.notifications("gateway/parts")
     assert {p["type"] for n in parts for p in n["parts"]} == {"text", "thinking", "toolCall", "usage", "finish"}
     calibrations = side.notifications("gateway/calibration")
     assert calibrations, "the calibrate scenario sends a factor"
-    for notification, ref in [(n, "PartsNotification") for n in parts] + [(n, "Calibration") for n in calibrations]:
+    billed = side.notifications("gateway/billed")
+    assert {n["record"]["billed"] for n in billed} == {True, False}, "one billed chat, three estimated"
+    checks = [(n, "PartsNotification") for n in parts] + [(n, "Calibration") for n in calibrations]
+    for notification, ref in [*checks, *((n, "BilledNotification") for n in billed)]:
         assert fits(notification, ref) == [], notification
 
 

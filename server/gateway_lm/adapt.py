@@ -22,7 +22,7 @@ from .protocol import FinishReason, PartOut, UsagePart
 from .reasoning import ReasoningLog
 from .shown import Shown
 from .toolnames import ToolNameMap
-from .usage import usage_from
+from .usage import generation_id_from, usage_from
 
 _REASONING_DELTAS = (
     "response.reasoning.delta",
@@ -47,6 +47,7 @@ class StreamAdapter:
         self._sequence_numbers: set[int] = set()
         self.response_id: str | None = None
         self.usage: UsagePart | None = None
+        self.generation_id: str | None = None
         self.finish_reason: FinishReason | None = None
         self.done = False
         self._handlers: dict[str, Callable[[Event], list[PartOut]]] = {
@@ -243,6 +244,7 @@ class StreamAdapter:
         self.done = True
         self.finish_reason = self._finish_reason(response)
         self.usage = usage_from(response.get("usage"))
+        self.generation_id = generation_id_from(response)
         if self.usage is not None:
             parts.append(self.usage)
         parts.append({"type": "finish", "reason": self.finish_reason, "responseId": self.response_id})

@@ -1,4 +1,5 @@
-"""`gateway-lm`: the product's pipeline from a terminal (chat, replay, models, count, serve)."""
+"""`gateway-lm`: the product's pipeline from a terminal (chat, replay, models, count, usage, credits,
+serve)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from . import cli_spend
 from .adapt import adapt_stream
 from .client import GatewayClient
 from .errors import GatewayError
@@ -165,6 +167,8 @@ def parser() -> argparse.ArgumentParser:
     count.add_argument("--model")
     count.add_argument("file")
 
+    cli_spend.add_commands(commands)
+
     commands.add_parser("serve", help="run the JSON-RPC sidecar on stdio (started by the extension)")
     return top
 
@@ -200,6 +204,10 @@ def dispatch(args: argparse.Namespace, out: Output) -> None:
         asyncio.run(run_models(args, out))
     elif args.command == "count":
         run_count(args, out)
+    elif args.command == "usage":
+        cli_spend.run_usage(args, out)
+    elif args.command == "credits":
+        asyncio.run(cli_spend.run_credits(settings_from(args), out))
     elif args.command == "serve":
         run_serve(args, out)
 

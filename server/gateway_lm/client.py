@@ -1,4 +1,5 @@
-"""HTTP to the gateway: `POST {base}/responses` streamed as SSE, `GET {base}/models`.
+"""HTTP to the gateway: `POST {base}/responses` streamed as SSE; `GET {base}/models`, `/credits`,
+`/generation` as JSON.
 
 Retries happen only before the first event reached the caller (nothing shown can be shown twice):
 429 (honouring `retry-after`), 500/502/503/504 and connection failures, with jittered exponential
@@ -45,6 +46,10 @@ BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 MAX_ERROR_BODY = 64 << 10  # the gateway's words fit; an HTML page or a flood is cut
 MAX_MODELS_BODY = 16 << 20  # the catalogue is ~0.3 MB
+MAX_JSON_BODY = 1 << 20  # credits and a generation's record are a few hundred bytes
+# App attribution (vercel.com/docs/ai-gateway/ecosystem/app-attribution), on every request.
+APP_REFERER = "https://marketplace.visualstudio.com/items?itemName=ai-gateway-lm.ai-gateway-lm"
+APP_TITLE = "Vercel AI Gateway for Copilot Chat"
 # No cap on connections: each chat holds one for its whole answer, and a cap turned the 101st
 # concurrent chat into a "timeout" while it waited for a free one.
 LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20)
@@ -109,7 +114,13 @@ class GatewayClient:
 
     def _headers(self, api_key: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         # The user's extra headers (options.py refuses the ones set below, in any case) come first.
-        headers = {**(extra or {}), "accept": "text/event-stream", "user-agent": "ai-gateway-lm"}
+        headers = {
+            **(extra or {}),
+            "accept": "text/event-stream",
+            "user-agent": "ai-gateway-lm",
+            "http-referer": APP_REFERER,
+            "x-title": APP_TITLE,
+        }
         token = resolve_api_key(api_key)
         if token:
             headers["authorization"] = f"Bearer {token}"
@@ -238,30 +249,36 @@ class GatewayClient:
         return random.uniform(ceiling / 2, ceiling)
 
     async def list_models(self, api_key: str | None = None) -> list[dict[str, Any]]:
-        url = f"{self.base_url}/models"
+        payload = await self.get_json("/models", api_key, limit=MAX_MODELS_BODY)
+        data = payload.get("data") if isinstance(payload, dict) else None
+        return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+
+    async def get_json(
+        self, path: str, api_key: str | None, params: dict[str, str] | None = None, limit: int = MAX_JSON_BODY
+    ) -> Any:
+        """`GET {base}{path}`, parsed. Any failure is a GatewayError; an HTTP one keeps its status."""
+        url = f"{self.base_url}{path}"
         deadline = Deadline(self.settings.idleTimeout, self.settings.requestTimeout)
         headers = self._headers(api_key) | {"accept": "application/json"}
         try:
-            request = self._http.build_request("GET", url, headers=headers)
+            request = self._http.build_request("GET", url, headers=headers, params=params)
             response = await deadline.run(self._http.send(request, stream=True))
             try:
                 if response.status_code != 200:
                     raise await self._error_for(response, deadline)
-                content = await _read_at_most(response, MAX_MODELS_BODY + 1, deadline)
+                content = await _read_at_most(response, limit + 1, deadline)
             finally:
                 await response.aclose()
         except httpx.TransportError as exc:
             raise self._transport_error(exc) from None
         except httpx.HTTPError as exc:  # e.g. an undecodable body
             raise GatewayError("protocol", with_advice("protocol", f"{url} answered badly ({exc})")) from None
-        if len(content) > MAX_MODELS_BODY:
-            raise GatewayError("protocol", with_advice("protocol", f"{url} sent more than {MAX_MODELS_BODY >> 20} MiB"))
+        if len(content) > limit:
+            raise GatewayError("protocol", with_advice("protocol", f"{url} sent more than {limit >> 10} KiB"))
         try:
-            payload = json.loads(content)
+            return json.loads(content)
         except (ValueError, RecursionError):
             raise GatewayError("protocol", with_advice("protocol", f"{url} did not answer JSON")) from None
-        data = payload.get("data") if isinstance(payload, dict) else None
-        return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 
 
 async def _read_at_most(response: httpx.Response, limit: int, deadline: Deadline) -> bytes:

@@ -1,8 +1,9 @@
 """The RPC contract between the extension and the sidecar, in one place (rfcs/0003-rpc-contract.md).
 
 Each shape is a pydantic model or a TypedDict where the code that reads or builds it lives
-(protocol.py, params.py, models.py, picker.py, errors.py); this module names them per method, adds
-the few that were plain dicts, and prints them as one JSON Schema: `python -m gateway_lm.contract`.
+(protocol.py, params.py, models.py, picker.py, errors.py, ledger.py, history.py, spend.py); this
+module names them per method, adds the few that were plain dicts, and prints them as one JSON
+Schema: `python -m gateway_lm.contract`.
 scripts/gen-contract.mjs turns that into extension/contract.ts (`make contract`; `make lint` checks
 that the committed file is up to date), so the extension's types of the seam are never written by hand.
 """
@@ -19,9 +20,11 @@ from pydantic_core import core_schema
 from typing_extensions import TypeAliasType, TypedDict
 
 from .errors import ErrorData
+from .ledger import BilledNotification, CreditsParams, UsageParams, UsageResult
 from .params import ChatParams, ConfigureParams, CountParams
 from .picker import ModelEntry
 from .protocol import FinishReason, PartOut, Settings, UsagePart
+from .spend import Credits
 
 # ---- shapes that were plain dicts ----
 
@@ -74,10 +77,13 @@ METHODS: dict[str, tuple[Any, Any]] = {
     "gateway/chat": (ChatParams, ChatResult),
     "gateway/countTokens": (CountParams, CountResult),
     "gateway/configure": (ConfigureParams, ConfigureResult),
+    "gateway/credits": (CreditsParams, Credits),
+    "gateway/usage": (UsageParams, UsageResult),
 }
 NOTIFICATIONS: dict[str, Any] = {
     "gateway/parts": PartsNotification,  # server → client, per chat request
     "gateway/calibration": Calibration,  # server → client
+    "gateway/billed": BilledNotification,  # server → client, once per chat after its result
 }
 # Also in the contract: `data` of every JSON-RPC error, and `initialize`'s options, which carry what
 # `gateway/configure` carries.

@@ -27,8 +27,10 @@ ErrorKind = TypeAliasType(
         "timeout",
         "protocol",
         "internal",
+        "spend_limit",
     ],
 )
+SpendScope = TypeAliasType("SpendScope", Literal["request", "day"])
 
 
 class ErrorData(TypedDict):
@@ -38,6 +40,20 @@ class ErrorData(TypedDict):
     status: int | None
     retryAfter: float | None
     settings: NotRequired[list[str]]  # gateway/configure: the names of the invalid settings
+    # spend_limit (rfcs/0006-spend.md): the estimate and the limit it passes, in USD
+    estimate: NotRequired[float]
+    limit: NotRequired[float]
+    scope: NotRequired[SpendScope]
+    spentToday: NotRequired[float]
+
+
+class SpendData(TypedDict):
+    """What a `spend_limit` error adds to its data."""
+
+    estimate: float
+    limit: float
+    scope: SpendScope
+    spentToday: float
 
 
 # What to do next, appended to the gateway's own words so every message names a fix.
@@ -76,18 +92,25 @@ class GatewayError(Exception):
         message: str,
         status: int | None = None,
         retry_after: float | None = None,
+        spend: SpendData | None = None,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.message = message
         self.status = status
         self.retry_after = retry_after
+        self.spend = spend
 
     def __str__(self) -> str:
         return self.message
 
     def as_data(self) -> ErrorData:
-        return {"kind": self.kind, "status": self.status, "retryAfter": self.retry_after}
+        data: ErrorData = {"kind": self.kind, "status": self.status, "retryAfter": self.retry_after}
+        spend = self.spend
+        if spend is not None:
+            data["estimate"], data["limit"] = spend["estimate"], spend["limit"]
+            data["scope"], data["spentToday"] = spend["scope"], spend["spentToday"]
+        return data
 
 
 def with_advice(kind: ErrorKind, detail: str) -> str:

@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import cattrs
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
 from .errors import ErrorData, GatewayError
-from .protocol import ChatRequest, MessageIn, describe_problems
+from .protocol import MAX_COST_SETTING, ChatRequest, MessageIn, describe_problems
 
 log = logging.getLogger("gateway_lm.rpc")
 GATEWAY_ERROR = -32000
@@ -36,8 +36,11 @@ def plain_params_converter() -> cattrs.Converter:
 
 
 class ChatParams(ChatRequest):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
     requestId: str | int
     apiKey: str | None = None
+    # USD the user approved for this request after the spend guard asked (rfcs/0006-spend.md)
+    approvedCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
 
 
 class CountParams(BaseModel):

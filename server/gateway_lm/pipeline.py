@@ -20,6 +20,7 @@ class ChatOutcome:
     usage: UsagePart | None = None
     finish_reason: FinishReason | None = None
     response_id: str | None = None
+    generation_id: str | None = None  # the gateway's, when the response names one (rfcs/0006-spend.md)
     body: dict[str, Any] | None = None  # the request as sent, for calibration
 
 
@@ -62,3 +63,4 @@ async def stream_chat(
             outcome.usage = adapter.usage
             outcome.finish_reason = adapter.finish_reason
             outcome.response_id = adapter.response_id
+            outcome.generation_id = adapter.generation_id

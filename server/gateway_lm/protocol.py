@@ -182,7 +182,21 @@ SETTING_IDS = {  # the settings' ids in VS Code where they are not `vercelAiGate
     "noProxy": "http.noProxy",
     "proxyAuthorization": "http.proxyAuthorization",
     "systemCertificates": "http.systemCertificates",
+    "maxRequestCost": "vercelAiGateway.spend.maxRequestCost",
+    "maxDailyCost": "vercelAiGateway.spend.maxDailyCost",
+    "usageRetentionDays": "vercelAiGateway.usage.retentionDays",
+    "gatewaySort": "vercelAiGateway.routing.sort",
+    "zeroDataRetention": "vercelAiGateway.routing.zeroDataRetention",
+    "disallowPromptTraining": "vercelAiGateway.routing.disallowPromptTraining",
+    "serviceTier": "vercelAiGateway.routing.serviceTier",
+    "caching": "vercelAiGateway.routing.caching",
+    "attributionUser": "vercelAiGateway.attribution.user",
+    "attributionTags": "vercelAiGateway.attribution.tags",
+    "tagWorkspace": "vercelAiGateway.attribution.tagWorkspace",
 }
+MAX_COST_SETTING = 1_000_000.0  # USD; a limit above it is no limit
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 200
 
 
 def setting_id(name: str) -> str:
@@ -217,6 +231,13 @@ def _log_level(value: str) -> str:
     return value
 
 
+def _few_tags(value: list[str]) -> list[str]:
+    # A validator, not max_length: that would type the setting as 21 tuple types in contract.ts.
+    if len(value) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
+    return value
+
+
 class Settings(BaseModel):
     """User settings that shape requests and transport. Names match the extension's settings
     (SETTING_IDS maps those that differ). Each is validated on its own: `updated_settings`."""
@@ -245,6 +266,21 @@ class Settings(BaseModel):
     modelOptions: dict[str, ModelOptions] = {}  # by model id or fnmatch pattern (options.py)
     logLevel: Annotated[str, AfterValidator(_log_level)] = "info"
     stateDir: str | None = None  # where the sidecar keeps what it learns (the extension's storage)
+    # Spend guard and usage history (rfcs/0006-spend.md): limits in USD, None is off.
+    maxRequestCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
+    maxDailyCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
+    usageRetentionDays: Annotated[int, Field(ge=1, le=3650)] = 90
+    # Routing and attribution: `providerOptions.gateway` fields; "default" sends nothing.
+    gatewaySort: Literal["default", "cost", "tps", "ttft"] = "default"
+    zeroDataRetention: bool = False
+    disallowPromptTraining: bool = False
+    serviceTier: Literal["default", "flex", "priority"] = "default"
+    caching: Literal["default", "auto"] = "default"
+    attributionUser: Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)] | None = None
+    attributionTags: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)]], AfterValidator(_few_tags)
+    ] = []
+    tagWorkspace: bool = False  # the extension adds the "workspace:<name>" tag; named here with the others
 
 
 def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settings, dict[str, str]]:

@@ -19,6 +19,7 @@ from .budget import BudgetFactors
 from .client import GatewayClient
 from .counting import TokenService
 from .errors import GatewayError
+from .ledger import Ledger
 from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
 from .outbox import Outbox, stdout_writer
@@ -43,6 +44,7 @@ from .tokens import count_request
 
 if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of serving
     from .contract import Calibration, ChatResult, ConfigureResult, CountResult, ModelsResult
+    from .spend import Credits
 
 log = logging.getLogger("gateway_lm.rpc")
 # Settings the client is built from: a change rebuilds it (requests in flight finish on the old one).
@@ -83,6 +85,7 @@ class Sidecar:
         self.outbox = Outbox(None)  # given the stdout writer when serving starts
         self._shown_problems = ""  # the invalid settings last shown to the user
         self._chats: set[str | int] = set()  # requestIds of the chats running now
+        self.ledger = Ledger(lambda: self.client, lambda billed: self._notify("gateway/billed", billed))
 
     # ---- setup ----
 
@@ -97,6 +100,7 @@ class Sidecar:
         if new.stateDir != self.settings.stateDir:
             self.accounting = Accounting(new.stateDir)
         self.settings = new
+        self.ledger.apply(new)
         if self._client is None or transport_changed:
             # Built here, at initialize, before the tokenizer loads: built later, it would compete
             # with that load for the GIL on the way to the first answer.
@@ -169,6 +173,7 @@ class Sidecar:
         if known is not None and not known.capabilities.toolCalling and request.tools:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []
+        await self.ledger.guard(request, known, self.accounting.factor(request.model))  # before anything is sent
         outcome = ChatOutcome()
         self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
         try:
@@ -201,6 +206,8 @@ class Sidecar:
             raise
         self.outbox.flush(request.requestId)  # every part precedes the result
         self._calibrate_later(request.model, outcome)
+        known = self.models.get(request.model)
+        self._in_background(self.ledger.settle(request.requestId, request.model, outcome, known, request.apiKey))
         log.info("chat %s finished: %s, usage %s", request.requestId, outcome.finish_reason, outcome.usage)
         return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
 
@@ -248,6 +255,10 @@ class Sidecar:
         counts = self.tokens.count_now(request.model, request.texts)
         return None if counts is None else {"counts": counts}
 
+    async def credits(self, params: object) -> Credits:
+        self.redact.add(api_key(params))
+        return await self.ledger.credits(params)
+
     def configure(self, params: object) -> ConfigureResult:
         request = validated(ConfigureParams, params)
         problems = self.apply(request.settings, request.baseUrl)
@@ -279,6 +290,8 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
     server.feature("gateway/chat")(rpc_errors(sidecar.redact, sidecar.chat))
     server.feature("gateway/countTokens")(rpc_errors(sidecar.redact, sidecar.count_tokens))
     server.feature("gateway/configure")(rpc_errors(sidecar.redact, sync(sidecar.configure)))
+    server.feature("gateway/credits")(rpc_errors(sidecar.redact, sidecar.credits))
+    server.feature("gateway/usage")(rpc_errors(sidecar.redact, sidecar.ledger.usage))
     return server, sidecar
 
 

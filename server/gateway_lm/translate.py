@@ -90,15 +90,7 @@ def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
         options["reasoning"] = {"effort": effort, "summary": "auto"}
     if settings.maxOutputTokens:
         options["max_output_tokens"] = max(16, settings.maxOutputTokens)
-    routing = {
-        key: value
-        for key, value in (
-            ("order", settings.gatewayOrder),
-            ("only", settings.gatewayOnly),
-            ("models", settings.gatewayModels),
-        )
-        if value
-    }
+    routing = gateway_options(settings)
     if routing:
         options["providerOptions"] = {"gateway": routing}
     return options
@@ -107,6 +99,24 @@ def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
 def _effort(model: str, settings: Settings) -> str | None:
     effort = settings.reasoningEffortByModel.get(model) or settings.reasoningEffort
     return effort if effort and effort != "default" else None
+
+
+def gateway_options(settings: Settings) -> dict[str, Any]:
+    """`providerOptions.gateway`: routing, privacy and attribution (names as in @ai-sdk/gateway's
+    GatewayProviderOptions, rfcs/0006-spend.md). A setting left at its default sends nothing."""
+    chosen: dict[str, Any] = {
+        "order": settings.gatewayOrder,
+        "only": settings.gatewayOnly,
+        "models": settings.gatewayModels,
+        "sort": None if settings.gatewaySort == "default" else settings.gatewaySort,
+        "zeroDataRetention": settings.zeroDataRetention,
+        "disallowPromptTraining": settings.disallowPromptTraining,
+        "serviceTier": None if settings.serviceTier == "default" else settings.serviceTier,
+        "caching": None if settings.caching == "default" else settings.caching,
+        "user": settings.attributionUser,
+        "tags": settings.attributionTags,
+    }
+    return {key: value for key, value in chosen.items() if value}
 
 
 def translate_tool(name: str, description: str, schema: dict[str, Any] | None, names: ToolNameMap) -> Item:

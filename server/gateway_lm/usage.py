@@ -1,10 +1,13 @@
-"""The terminal response's usage → the `usage` part (cached ⊆ input, reasoning ⊆ output)."""
+"""The terminal response's usage → the `usage` part (cached ⊆ input, reasoning ⊆ output), and the
+generation id the gateway may name there (rfcs/0006-spend.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .protocol import UsagePart
+
+MAX_ID = 200  # characters of an id we send back in a lookup
 
 
 def usage_from(raw: Any) -> UsagePart | None:
@@ -29,3 +32,15 @@ def usage_from(raw: Any) -> UsagePart | None:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def generation_id_from(response: dict[str, Any]) -> str | None:
+    """The gateway's generation id when the response carries it in provider metadata, as the AI
+    SDK's `providerMetadata.gateway.generationId` (either spelling); else None."""
+    for outer, inner in (("providerMetadata", "generationId"), ("provider_metadata", "generation_id")):
+        metadata = response.get(outer)
+        gateway = metadata.get("gateway") if isinstance(metadata, dict) else None
+        value = gateway.get(inner) if isinstance(gateway, dict) else None
+        if isinstance(value, str) and 0 < len(value) <= MAX_ID:
+            return value
+    return None

@@ -1,0 +1,210 @@
+"""The usage history: one SQLite file, `<stateDir>/usage.sqlite3`, shared by every window's sidecar
+and read by `gateway-lm usage` (rfcs/0006-spend.md).
+
+Two windows write to it at once: WAL lets readers go on while one writes, `busy_timeout` makes a
+writer wait for the other instead of failing, and each record is one statement (an upsert by the
+chat's key), so a record is whole or absent. Rows are read back as untrusted: another version or a
+damaged file may hold anything, and a row that does not read as a record is skipped.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from typing_extensions import TypedDict
+
+log = logging.getLogger("gateway_lm.history")
+
+DB_NAME = "usage.sqlite3"
+BUSY_TIMEOUT_MS = 5000
+DEFAULT_LIMIT = 5000
+MAX_LIMIT = 50_000
+MAX_COST = 1_000_000.0  # USD; a record above it is damage, not a request
+MAX_TOKENS = 1 << 40
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS usage (
+    key TEXT PRIMARY KEY,
+    id TEXT NOT NULL,
+    time TEXT NOT NULL,
+    day TEXT NOT NULL,
+    model TEXT NOT NULL,
+    provider TEXT,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    cost REAL,
+    billed INTEGER NOT NULL,
+    byok INTEGER
+);
+CREATE INDEX IF NOT EXISTS usage_day ON usage (day);
+CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
+"""
+_FIELDS = (
+    ("id", "id"),
+    ("time", "time"),
+    ("model", "model"),
+    ("provider", "provider"),
+    ("input_tokens", "inputTokens"),
+    ("output_tokens", "outputTokens"),
+    ("cached_tokens", "cachedTokens"),
+    ("cache_write_tokens", "cacheWriteTokens"),
+    ("reasoning_tokens", "reasoningTokens"),
+    ("cost", "cost"),
+    ("billed", "billed"),
+    ("byok", "byok"),
+)
+_COLUMNS = ", ".join(column for column, _ in _FIELDS)
+_UPSERT = (
+    f"INSERT INTO usage (key, day, {_COLUMNS}) VALUES (?, ?, {', '.join('?' for _ in _FIELDS)}) "
+    f"ON CONFLICT (key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c, _ in _FIELDS)}"
+)
+
+
+class UsageRecord(TypedDict):
+    """One request's usage: the billed cost when the gateway's lookup answered, else the estimate."""
+
+    id: str  # the response id, or a uuid when there was none
+    time: str  # ISO 8601, UTC
+    model: str
+    provider: str | None
+    inputTokens: int
+    outputTokens: int
+    cachedTokens: int
+    cacheWriteTokens: int
+    reasoningTokens: int
+    cost: float | None  # USD
+    billed: bool  # True: the gateway's total_cost; False: our estimate from the model's prices
+    byok: bool | None
+
+
+def utc_day(when: datetime.datetime | None = None) -> str:
+    return (when or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d")
+
+
+class UsageStore:
+    """One connection, used from worker threads (never the event loop: a write may wait for another
+    window's up to BUSY_TIMEOUT_MS)."""
+
+    def __init__(self, path: Path, retention_days: int | None) -> None:
+        self.path = path
+        self.retention_days = retention_days
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit: each statement is its own transaction, held for as short as it takes.
+        self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")  # in WAL: durable but for the last commits on power loss
+        self._db.executescript(_SCHEMA)
+        self._pruned_on = ""
+        if retention_days is not None:  # None: a reader that keeps what the windows keep (the CLI)
+            self.prune()
+
+    @classmethod
+    def open(cls, state_dir: str | None, retention_days: int | None) -> UsageStore | None:
+        """The store in `state_dir`; None (and one warning) when there is none or it cannot be opened."""
+        if not state_dir:
+            return None
+        path = Path(state_dir) / DB_NAME
+        try:
+            return cls(path, retention_days)
+        except (sqlite3.Error, OSError) as error:
+            log.warning("the usage history %s cannot be used (%s); requests are not recorded", path, error)
+            return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def put(self, key: str, record: UsageRecord) -> None:
+        """Adds the record, or replaces the one with the same key (the estimate, once billed)."""
+        if self.retention_days is not None and utc_day() != self._pruned_on:  # once a day in a long-lived window
+            self.prune()
+        row = [record[name] for _, name in _FIELDS]  # type: ignore[literal-required]
+        with self._lock:
+            self._db.execute(_UPSERT, [key, record["time"][:10], *row])
+
+    def retain(self, days: int) -> None:
+        """A new retention, applied by the next write."""
+        if days != self.retention_days:
+            self.retention_days, self._pruned_on = days, ""
+
+    def prune(self) -> int:
+        if self.retention_days is None:
+            return 0
+        cutoff = utc_day(datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=self.retention_days))
+        with self._lock:
+            removed = self._db.execute("DELETE FROM usage WHERE day < ?", (cutoff,)).rowcount
+        self._pruned_on = utc_day()
+        if removed:
+            log.info("usage history: %d records older than %d days removed", removed, self.retention_days)
+        return removed
+
+    def records(
+        self, since: str | None = None, until: str | None = None, limit: int = DEFAULT_LIMIT
+    ) -> list[UsageRecord]:
+        """The newest `limit` records of the days [since, until] (UTC), newest first."""
+        query = f"SELECT {_COLUMNS} FROM usage WHERE day >= ? AND day <= ? ORDER BY time DESC LIMIT ?"
+        bounds = (since or "", until or "9999-12-31", min(max(limit, 0), MAX_LIMIT))
+        with self._lock:
+            rows = self._db.execute(query, bounds).fetchall()
+        records = [r for r in (_record(row) for row in rows) if r is not None]
+        if len(records) < len(rows):
+            log.warning("usage history: %d unreadable records skipped", len(rows) - len(records))
+        return records
+
+    def day_total(self, day: str | None = None) -> float:
+        """USD spent on `day` (UTC; today by default), by every window."""
+        with self._lock:
+            rows = self._db.execute("SELECT cost FROM usage WHERE day = ?", (day or utc_day(),)).fetchall()
+        return math.fsum(_cost(row[0]) or 0.0 for row in rows)
+
+
+def _record(row: tuple[Any, ...]) -> UsageRecord | None:
+    values = dict(zip((name for _, name in _FIELDS), row, strict=True))
+    try:
+        provider, byok = values["provider"], values["byok"]
+        return {
+            "id": _text(values["id"]),
+            "time": _text(values["time"]),
+            "model": _text(values["model"]),
+            "provider": provider if isinstance(provider, str) and provider else None,
+            "inputTokens": _count(values["inputTokens"]),
+            "outputTokens": _count(values["outputTokens"]),
+            "cachedTokens": _count(values["cachedTokens"]),
+            "cacheWriteTokens": _count(values["cacheWriteTokens"]),
+            "reasoningTokens": _count(values["reasoningTokens"]),
+            "cost": _cost(values["cost"]),
+            "billed": values["billed"] == 1,
+            "byok": None if byok not in (0, 1) else byok == 1,
+        }
+    except ValueError:
+        return None
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("not a text")
+    return value
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise ValueError("not a token count")
+    return value
+
+
+def _cost(value: Any) -> float | None:
+    """USD as JSON can carry it: finite and within bounds, else unknown."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value <= MAX_COST else None  # False for NaN and the infinities

@@ -1,0 +1,113 @@
+"""The usage history (gateway_lm/history.py) on a real SQLite file: two windows writing at once lose
+nothing, retention prunes by UTC day, and a damaged row is skipped rather than served."""
+
+from __future__ import annotations
+
+import datetime
+import multiprocessing
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from gateway_lm.history import DB_NAME, UsageStore, utc_day
+
+PER_WRITER = 300
+
+
+def record(key: str, time: str, cost: float | None = 0.001, billed: bool = True) -> Any:
+    return {
+        "id": key,
+        "time": time,
+        "model": "fake/text",
+        "provider": "fakecloud",
+        "inputTokens": 10,
+        "outputTokens": 2,
+        "cachedTokens": 0,
+        "cacheWriteTokens": 0,
+        "reasoningTokens": 0,
+        "cost": cost,
+        "billed": billed,
+        "byok": False,
+    }
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def write_many(path: str, writer: str, start: Any) -> None:
+    """One window's sidecar: its own connection, an estimate then its billed record per chat."""
+    store = UsageStore(Path(path), 90)
+    start.wait()
+    for n in range(PER_WRITER):
+        key = f"{writer}-{n}"
+        store.put(key, record(key, now(), billed=False))
+        store.put(key, record(key, now()))
+    store.close()
+
+
+def test_two_windows_writing_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / DB_NAME)
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    writers = [context.Process(target=write_many, args=(path, name, start)) for name in ("a", "b")]
+    for writer in writers:
+        writer.start()
+    start.set()
+    reader = UsageStore(Path(path), 90)
+    seen = 0
+    while any(writer.is_alive() for writer in writers):
+        seen = max(seen, len(reader.records()))  # reading while both write never fails
+    for writer in writers:
+        writer.join(30)
+        assert writer.exitcode == 0
+    records = reader.records(limit=10_000)
+    assert len(records) == 2 * PER_WRITER and all(r["billed"] for r in records)
+    assert reader.day_total() == 2 * PER_WRITER * 0.001
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    reader.close()
+
+
+def test_retention_prunes_by_day_and_a_reader_keeps_all(tmp_path: Path) -> None:
+    path = tmp_path / DB_NAME
+    keeper = UsageStore(path, None)
+    old = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=40)
+    keeper.put("old", record("old", old.isoformat().replace("+00:00", "Z")))
+    keeper.put("new", record("new", now()))
+    keeper.close()
+    assert len(UsageStore(path, None).records()) == 2, "a reader (the CLI) prunes nothing"
+    store = UsageStore(path, 30)
+    assert [r["id"] for r in store.records()] == ["new"]
+    store.retain(60)  # a longer retention keeps what is left; a shorter one prunes at the next write
+    store.retain(0)
+    store.put("today", record("today", now()))
+    assert sorted(r["id"] for r in store.records()) == ["new", "today"]
+
+
+def test_a_damaged_row_is_skipped_and_numbers_stay_finite(tmp_path: Path) -> None:
+    path = tmp_path / DB_NAME
+    store = UsageStore(path, 90)
+    store.put("good", record("good", now()))
+    day = utc_day()
+    raw = sqlite3.connect(path)
+    columns = "key, id, time, day, model, input_tokens, output_tokens, cached_tokens, cache_write_tokens, "
+    columns += "reasoning_tokens, cost, billed"
+    rows = [
+        ("neg", "neg", now(), day, "m", -1, 0, 0, 0, 0, 0.1, 1),  # a count below zero
+        ("txt", "txt", now(), day, "m", "ten", 0, 0, 0, 0, 0.1, 1),  # a count that is text
+        ("inf", "inf", now(), day, "m", 1, 1, 0, 0, 0, float("inf"), 1),  # a cost JSON cannot carry
+    ]
+    raw.executemany(f"INSERT INTO usage ({columns}) VALUES ({', '.join('?' * 12)})", rows)
+    raw.commit()
+    raw.close()
+    records = store.records()
+    assert sorted(r["id"] for r in records) == ["good", "inf"]
+    assert next(r for r in records if r["id"] == "inf")["cost"] is None
+    assert store.day_total() == 0.001 + 0.1 + 0.1, "the unreadable rows' costs still count; the infinite one not"
+
+
+def test_an_unusable_place_is_reported_not_raised(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert UsageStore.open(str(blocker / "sub"), 90) is None
+    assert UsageStore.open(None, 90) is None

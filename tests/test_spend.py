@@ -1,0 +1,238 @@
+"""Spend through the real sidecar subprocess against the fake gateway (rfcs/0006-spend.md): the billed
+cost after each chat, the spend guard before it, routing options in the body, credits and usage."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+import fake_spend
+from fake_gateway import FakeServer
+from gateway_lm.client import APP_REFERER, APP_TITLE
+from gateway_lm.guard import EXPECTED_OUTPUT_TOKENS, usd
+from gateway_lm.history import DB_NAME, UsageStore
+from sidecar_client import Sidecar
+
+# fake/text: $3 in, $15 out, $0.30 cached per million; the fake's usage: 42 in (10 cached), 7 out.
+ESTIMATE = ((42 - 10) * 3 + 10 * 0.3 + 7 * 15) / 1e6
+GUARD_OUTPUT = EXPECTED_OUTPUT_TOKENS * 15 / 1e6  # the expected output of a fake/text request
+
+
+def chat(request_id: str, scenario: str = "text", model: str = "fake/text", **extra: Any) -> dict[str, Any]:
+    text = f"[scenario:{scenario}] hi"
+    return {
+        "requestId": request_id,
+        "model": model,
+        "messages": [{"role": 1, "content": [{"type": "text", "value": text}]}],
+        **extra,
+    }
+
+
+@pytest.fixture
+async def sidecar(gateway: FakeServer, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Sidecar]:
+    settings = {"stateDir": str(tmp_path), "logLevel": "debug", **getattr(request, "param", {})}
+    side = Sidecar()
+    await side.start(gateway.base_url, settings)
+    await side.request("gateway/models", {})  # the prices the estimates use
+    yield side
+    await side.stop()
+
+
+async def billed_for(side: Sidecar, request_id: str, timeout: float = 10) -> tuple[float, dict[str, Any]]:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        for arrival, params in side.billed:
+            if params["requestId"] == request_id:
+                return arrival, params["record"]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no gateway/billed for {request_id}")
+
+
+def lookups(gateway: FakeServer) -> list[dict[str, Any]]:
+    return [entry for entry in gateway.gateway.lookups if entry["path"] == "generation"]
+
+
+async def test_billed_cost_and_provider_follow_the_result(sidecar: Sidecar, gateway: FakeServer) -> None:
+    result = await sidecar.request("gateway/chat", chat("b1", "billed"))
+    answered = asyncio.get_running_loop().time()
+    arrival, record = await billed_for(sidecar, "b1")
+    assert arrival > answered, "the result never waits for the lookup"
+    assert record["billed"] is True and record["cost"] == fake_spend.TOTAL_COST
+    assert record["provider"] == fake_spend.PROVIDER and record["byok"] is False
+    assert record["id"] == result["responseId"] and record["id"].startswith("gen_")
+    assert (record["inputTokens"], record["cachedTokens"], record["cacheWriteTokens"]) == (42, 10, 5)
+    stored = (await sidecar.request("gateway/usage", {}))["records"]
+    assert stored == [record], "the history holds the billed record, once"
+
+
+async def test_a_lookup_not_ready_is_retried_until_billed(sidecar: Sidecar, gateway: FakeServer) -> None:
+    await sidecar.request("gateway/chat", chat("b2", "billed-after:2"))
+    _, record = await billed_for(sidecar, "b2")
+    assert record["billed"] is True and record["cost"] == fake_spend.TOTAL_COST
+    assert [entry["status"] for entry in lookups(gateway)] == [404, 404, 200]
+
+
+async def test_a_lookup_that_never_lands_keeps_the_estimate(sidecar: Sidecar, gateway: FakeServer) -> None:
+    await sidecar.request("gateway/chat", chat("b3", "billed-never"))
+    _, record = await billed_for(sidecar, "b3")
+    assert record["billed"] is False and record["cost"] == pytest.approx(ESTIMATE)
+    assert record["provider"] is None and record["byok"] is None
+    assert [entry["status"] for entry in lookups(gateway)] == [404] * 4
+    assert (await sidecar.request("gateway/usage", {}))["records"] == [record]
+
+
+async def test_the_generation_id_in_provider_metadata_is_looked_up(sidecar: Sidecar, gateway: FakeServer) -> None:
+    result = await sidecar.request("gateway/chat", chat("b4", "billed-meta"))
+    _, record = await billed_for(sidecar, "b4")
+    assert result["responseId"] == "resp_meta_1" and record["billed"] is True
+    assert [entry["id"] for entry in lookups(gateway)] == ["gen_" + "0" * 25 + "1"]
+
+
+async def test_an_id_that_is_not_the_gateways_is_tried_once(sidecar: Sidecar, gateway: FakeServer) -> None:
+    await sidecar.request("gateway/chat", chat("b5", "text"))
+    _, record = await billed_for(sidecar, "b5")
+    assert record["billed"] is False and record["id"] == "resp_fake_1"
+    assert [(entry["id"], entry["status"]) for entry in lookups(gateway)] == [("resp_fake_1", 404)]
+
+
+@pytest.mark.parametrize("sidecar", [{"maxRequestCost": 0.01}], indirect=True)
+async def test_the_guard_refuses_before_sending_and_an_approval_lets_it_through(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    with pytest.raises(JsonRpcException) as refused:
+        await sidecar.request("gateway/chat", chat("g1"))
+    data = refused.value.data
+    assert data["kind"] == "spend_limit" and data["scope"] == "request" and data["limit"] == 0.01
+    assert GUARD_OUTPUT < data["estimate"] < GUARD_OUTPUT + 100 * 3 / 1e6  # a short message's input
+    assert refused.value.message == f"This request will cost about {usd(data['estimate'])} (your limit is $0.01)."
+    assert gateway.gateway.requests == [], "nothing reached the gateway"
+    result = await sidecar.request("gateway/chat", chat("g2", approvedCost=data["estimate"]))
+    assert result["finishReason"] == "stop" and len(gateway.gateway.requests) == 1
+
+
+@pytest.mark.parametrize("sidecar", [{"maxDailyCost": 5.0}], indirect=True)
+async def test_the_day_limit_counts_what_every_window_spent_today(
+    sidecar: Sidecar, gateway: FakeServer, tmp_path: Path
+) -> None:
+    other_window = UsageStore(tmp_path / DB_NAME, 90)
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+    other_window.put("w2", record_at(now, 4.99))
+    other_window.put("old", record_at("2001-01-01T00:00:00Z", 100.0))  # another day's, long pruned in reality
+    other_window.close()
+    with pytest.raises(JsonRpcException) as refused:
+        await sidecar.request("gateway/chat", chat("d1"))
+    data = refused.value.data
+    assert data["kind"] == "spend_limit" and data["scope"] == "day" and data["spentToday"] == pytest.approx(4.99)
+    expected = f"This request would bring today's spend to about {usd(4.99 + data['estimate'])}"
+    assert refused.value.message == f"{expected} (your daily limit is $5.00)."
+    assert gateway.gateway.requests == []
+    assert (await sidecar.request("gateway/usage", {}))["dayTotal"] == pytest.approx(4.99)
+
+
+@pytest.mark.parametrize("sidecar", [{"maxRequestCost": 0.0}], indirect=True)
+async def test_a_model_without_prices_is_not_guarded(sidecar: Sidecar, gateway: FakeServer) -> None:
+    for n in range(2):
+        await sidecar.request("gateway/chat", chat(f"p{n}", model="fake/plain"))
+    assert len(gateway.gateway.requests) == 2
+    assert sum("fake/plain has no price" in message for _, message in sidecar.logs) == 1, "said once"
+
+
+ROUTING = {
+    "gatewayOrder": ["bedrock"],
+    "gatewaySort": "cost",
+    "zeroDataRetention": True,
+    "disallowPromptTraining": True,
+    "serviceTier": "flex",
+    "caching": "auto",
+    "attributionUser": "dev-1",
+    "attributionTags": ["workspace:demo", "team:ai"],
+}
+
+
+@pytest.mark.parametrize("sidecar", [ROUTING], indirect=True)
+async def test_routing_privacy_and_attribution_reach_the_body(sidecar: Sidecar, gateway: FakeServer) -> None:
+    await sidecar.request("gateway/chat", chat("r1"))
+    entry = gateway.gateway.requests[0]
+    assert entry["providerOptions"] == {
+        "gateway": {
+            "order": ["bedrock"],
+            "sort": "cost",
+            "zeroDataRetention": True,
+            "disallowPromptTraining": True,
+            "serviceTier": "flex",
+            "caching": "auto",
+            "user": "dev-1",
+            "tags": ["workspace:demo", "team:ai"],
+        }
+    }
+    assert entry["headers"]["http-referer"] == APP_REFERER and entry["headers"]["x-title"] == APP_TITLE
+
+
+async def test_defaults_send_no_options_but_the_attribution_headers(sidecar: Sidecar, gateway: FakeServer) -> None:
+    await sidecar.request("gateway/chat", chat("r2"))
+    entry = gateway.gateway.requests[0]
+    assert "providerOptions" not in entry["body"]
+    assert entry["headers"]["http-referer"] == APP_REFERER and entry["headers"]["x-title"] == APP_TITLE
+
+
+async def test_credits_read_quietly(sidecar: Sidecar) -> None:
+    assert await sidecar.request("gateway/credits", {}) == {"balance": 95.5, "totalUsed": 4.5}
+    for key in ("no-credits", "credits-hostile"):
+        assert await sidecar.request("gateway/credits", {"apiKey": key}) == {"balance": None, "totalUsed": None}
+    with pytest.raises(JsonRpcException) as failed:
+        await sidecar.request("gateway/credits", {"apiKey": "credits-500"})
+    assert failed.value.data["kind"] == "upstream"
+
+
+async def test_usage_reads_a_date_range_and_bounds_its_params(sidecar: Sidecar, tmp_path: Path) -> None:
+    other_window = UsageStore(tmp_path / DB_NAME, None)
+    for day in ("2026-01-01", "2026-01-02", "2026-01-03"):
+        other_window.put(day, record_at(f"{day}T12:00:00.000Z", 0.5))
+    other_window.close()
+    answer = await sidecar.request("gateway/usage", {"since": "2026-01-02", "until": "2026-01-02"})
+    assert [r["time"][:10] for r in answer["records"]] == ["2026-01-02"]
+    answer = await sidecar.request("gateway/usage", {"since": "2026-01-01", "limit": 2})
+    assert [r["time"][:10] for r in answer["records"]] == ["2026-01-03", "2026-01-02"], "newest first"
+    for bad in ({"limit": 0}, {"limit": 50_001}, {"since": "yesterday"}):
+        with pytest.raises(JsonRpcException) as refused:
+            await sidecar.request("gateway/usage", bad)
+        assert refused.value.data["kind"] == "bad_request"
+
+
+def record_at(time: str, cost: float) -> Any:
+    return {
+        "id": f"gen_{time}",
+        "time": time,
+        "model": "fake/text",
+        "provider": "fakecloud",
+        "inputTokens": 1,
+        "outputTokens": 1,
+        "cachedTokens": 0,
+        "cacheWriteTokens": 0,
+        "reasoningTokens": 0,
+        "cost": cost,
+        "billed": True,
+        "byok": False,
+    }
+
+
+async def test_without_a_usable_history_chats_still_answer_and_bill(gateway: FakeServer, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    side = Sidecar()
+    await side.start(gateway.base_url, {"stateDir": str(blocker), "maxDailyCost": 1.0})
+    try:
+        await side.request("gateway/models", {})
+        result = await side.request("gateway/chat", chat("u1", "billed"))
+        _, record = await billed_for(side, "u1")
+        assert result["finishReason"] == "stop" and record["billed"] is True
+        assert await side.request("gateway/usage", {}) == {"records": [], "dayTotal": 0.0}
+        assert sum("usage history" in message for _, message in side.logs) == 1, "said once"
+    finally:
+        await side.stop()
