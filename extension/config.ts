@@ -16,6 +16,8 @@ export const COMMANDS = {
   refreshModels: `${SECTION}.refreshModels`,
   showLogs: `${SECTION}.showLogs`,
   restartServer: `${SECTION}.restartServer`,
+  showCredits: `${SECTION}.showCredits`,
+  showUsage: `${SECTION}.showUsage`,
 } as const;
 
 /** The settings, by their names under SECTION. */
@@ -35,6 +37,17 @@ export const SETTINGS = [
   'idleTimeout',
   'requestTimeout',
   'maxRetries',
+  'spend.maxRequestCost',
+  'spend.maxDailyCost',
+  'usage.retentionDays',
+  'routing.sort',
+  'routing.zeroDataRetention',
+  'routing.disallowPromptTraining',
+  'routing.serviceTier',
+  'routing.caching',
+  'attribution.user',
+  'attribution.tags',
+  'attribution.tagWorkspace',
 ] as const;
 export type Setting = (typeof SETTINGS)[number];
 

@@ -3,7 +3,9 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { COMMANDS, SECTION, setting, settingId, VENDOR } from './config';
+import { Credits } from './credits';
 import { showError } from './errors';
+import { askToSend } from './guard';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
 import { GatewayChatProvider } from './provider';
@@ -11,6 +13,7 @@ import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
 import { redacting, SidecarConnection } from './sidecar';
 import { UsageStatus } from './status';
 import { readJson, writeJsonAtomic } from './storage';
+import { UsagePanel } from './usagePanel';
 import type { ThinkingMode } from './wire';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -26,17 +29,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const warn = (message: string) => log.warn(message);
   let cache: Promise<ModelEntry[]> | undefined; // read once: a bad file is reported once
+  const credits = new Credits(
+    sidecar,
+    () => keys.get(),
+    (balance) => status.setCredits(balance),
+    log,
+  );
   const provider = new GatewayChatProvider(sidecar, {
     apiKey: () => keys.get(),
     askForKey: () => keys.prompt(),
     thinking: () => setting<ThinkingMode>('thinking') ?? 'auto',
     loadCache: () => (cache ??= loadModels(cacheFile, log)),
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
-    onUsage: (model, usage) => status.show(model, usage),
+    onUsage: (model, usage, requestId) => {
+      status.show(model, usage, requestId);
+      credits.refreshSoon();
+    },
     onError: (error) => showError(error.message, error.action),
+    confirmSpend: askToSend,
     tools: () => vscode.lm.tools,
     log,
   });
+  sidecar.onBilled((requestId, record) => status.billed(requestId, record));
   sidecar.onCalibration(({ model, factor }) => {
     // The sidecar bounds its factors; a message that is not one is ignored rather than trusted.
     if (typeof model === 'string' && typeof factor === 'number' && Number.isFinite(factor) && factor > 0) provider.tokens.setFactor(model, factor);
@@ -57,6 +71,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.manage, () => keys.manage()),
     vscode.commands.registerCommand(COMMANDS.refreshModels, () => provider.refresh()),
     vscode.commands.registerCommand(COMMANDS.showLogs, () => log.show()),
+    vscode.commands.registerCommand(COMMANDS.showCredits, () => credits.show()),
+    vscode.commands.registerCommand(COMMANDS.showUsage, () => UsagePanel.show(context.extensionUri, sidecar, log)),
     // A failed restart has shown its error already.
     vscode.commands.registerCommand(COMMANDS.restartServer, () => sidecar.restart().catch(() => undefined)),
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -8,9 +8,11 @@ import { CHOOSE_INTERPRETER, GatewayChatError, SHOW_LOGS, showError } from './er
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
+import type { SpendSettings, UsageRecord } from './spendTypes';
 
-/** The sidecar's settings (the contract's Settings), from the extension's. */
-function sidecarSettings(stateDir: string): Settings {
+/** The sidecar's settings (the contract's Settings), from the extension's. The sidecar validates
+ * each one (and maps the dotted names back in SETTING_NAMES); this only passes them. */
+function sidecarSettings(stateDir: string): Settings & SpendSettings {
   return {
     stateDir,
     baseUrl: setting('baseUrl'),
@@ -26,7 +28,27 @@ function sidecarSettings(stateDir: string): Settings {
     requestTimeout: setting('requestTimeout'),
     maxRetries: setting('maxRetries'),
     logLevel: setting('logLevel'),
+    maxRequestCost: setting('spend.maxRequestCost'),
+    maxDailyCost: setting('spend.maxDailyCost'),
+    usageRetentionDays: setting('usage.retentionDays'),
+    gatewaySort: setting('routing.sort'),
+    zeroDataRetention: setting('routing.zeroDataRetention'),
+    disallowPromptTraining: setting('routing.disallowPromptTraining'),
+    serviceTier: setting('routing.serviceTier'),
+    caching: setting('routing.caching'),
+    attributionUser: setting('attribution.user'),
+    attributionTags: attributionTags(),
+    tagWorkspace: setting('attribution.tagWorkspace'),
   };
+}
+
+/** The tags the user set, and the workspace's name when they asked for it (the gateway's reports
+ * then split spend by project; the sidecar cannot know the name). */
+function attributionTags(): string[] | undefined {
+  const tags = setting<string[]>('attribution.tags'); // VS Code does not check it: the sidecar does
+  const name = vscode.workspace.name;
+  if (!setting<boolean>('attribution.tagWorkspace') || !name || !Array.isArray(tags)) return tags;
+  return [...tags, `workspace:${name.slice(0, 100)}`];
 }
 
 export interface SidecarLimits {
@@ -60,6 +82,11 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
 
   onCalibration(handler: (calibration: Calibration) => void): void {
     this.router.onCalibration = handler;
+  }
+
+  onBilled(handler: (requestId: string, record: UsageRecord) => void): void {
+    this.router.onBilled = handler;
+    this.router.onInvalid = (what) => this.log.warn(`${what}.`);
   }
 
   async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
