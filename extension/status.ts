@@ -52,10 +52,8 @@ export class UsageStatus implements vscode.Disposable {
     // The sidecar's cost replaces our price estimate in the session total.
     if (record.cost !== null) this.sessionCost += record.cost - (this.estimates.get(requestId) ?? 0);
     this.estimates.delete(requestId);
-    if (isShown) {
-      this.shown!.record = record;
-      this.render();
-    }
+    if (isShown) this.shown!.record = record;
+    this.render(); // the session total changed either way
   }
 
   /** USD left; null hides the line (a key that cannot read credits). */
@@ -83,7 +81,7 @@ export class UsageStatus implements vscode.Disposable {
       `Input: ${usage.inputTokens} tokens (cached ${usage.cachedTokens})`,
       `Output: ${usage.outputTokens} tokens (reasoning ${usage.reasoningTokens})`,
       share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${model?.contextWindow}`,
-      cost === undefined ? '' : `${costLabel(record)}: ${approx}${dollars(cost)} · this session ${dollars(this.sessionCost)}`,
+      cost === undefined ? '' : `${costLabel(record)}: ${approx}${precise(cost)} · this session ${precise(this.sessionCost)}`,
       ...billedLines(record),
       this.credits === null ? '' : `Credits: ${dollars(this.credits, true)} left`,
     ]
@@ -126,6 +124,11 @@ function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
 /** Cents where they matter, four places below a cent (most single requests); a balance in cents. */
 export function dollars(amount: number, cents = false): string {
   return `$${cents || amount >= 0.01 ? amount.toFixed(2) : amount.toFixed(4)}`;
+}
+
+/** The tooltip's amounts: a bill is exact to a hundredth of a cent, so below a dollar it shows four places. */
+function precise(amount: number): string {
+  return `$${amount >= 1 ? amount.toFixed(2) : amount.toFixed(4)}`;
 }
 
 function short(n: number): string {
