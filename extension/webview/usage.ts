@@ -32,7 +32,8 @@ function css(name: string, fallback: string): string {
   return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;
 }
 const seriesColor = (i: number) => css(`--vscode-charts-${PALETTE[i % PALETTE.length]}`, '#888');
-const money = (usd: number) => `$${usd >= 0.01 ? usd.toFixed(2) : usd.toFixed(4)}`;
+/** Four places below a dollar: most single requests cost a fraction of a cent. */
+const money = (usd: number) => `$${usd >= 1 || usd === 0 ? usd.toFixed(2) : usd.toFixed(4)}`;
 
 function ask(): void {
   const state: State = { preset: preset.value, from: from.value, until: until.value };
@@ -68,7 +69,7 @@ function spendChart(data: Data): Chart {
     options: {
       animation: false,
       maintainAspectRatio: false,
-      scales: { x: { stacked: true }, y: { stacked: true, ticks: { callback: (v) => money(Number(v)) } } },
+      scales: { x: { stacked: true }, y: { stacked: true, ticks: { callback: (v) => `$${v}` } } },
       plugins: { tooltip: { callbacks: { label: (c) => `${c.dataset.label ?? ''}: ${money(c.parsed.y ?? 0)}` } } },
     },
   });
