@@ -1,10 +1,14 @@
-// The usage dashboard's pure parts: the range asked of the sidecar, the CSV it exports, what the
-// spend chart stacks, and the page's Content-Security-Policy.
+// The usage dashboard: the range asked of the sidecar, the CSV it exports, what the spend chart
+// stacks, the page's Content-Security-Policy, and the panel's messages.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type * as vscode from 'vscode';
+import * as stub from './vscode-stub';
+import type { Rpc } from '../../extension/rpc';
 import type { UsageRecord } from '../../extension/spendTypes';
 import { csvField, MAX_MODELS, OTHER_MODELS, parseRange, rangeParams, spendByDay, toCsv, USAGE_LIMIT } from '../../extension/usageData';
 import { contentSecurityPolicy, newNonce, usageHtml } from '../../extension/usageHtml';
+import { UsagePanel } from '../../extension/usagePanel';
 
 const today = new Date('2026-11-26T23:59:00Z');
 const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
@@ -120,4 +124,33 @@ test('the page: strict CSP with a nonce, no remote source, no inline style or ev
   assert.deepEqual(scripts, [` nonce="${nonce}" src="${cspSource}/dist/webview/usage.js"`], 'one script, with the nonce, from the extension');
   assert.doesNotMatch(html, /\sstyle=|<style|\son[a-z]+=/i, 'no inline style or handler');
   assert.match(html, /<title>AI Gateway Usage<\/title>/);
+});
+
+test('the panel: a range from the page becomes gateway/usage, bad records are dropped and told, Export CSV writes what is shown', async () => {
+  const asked: unknown[] = [];
+  const rpc = {
+    request: async (method: string, params: unknown) => {
+      asked.push([method, params]);
+      return { records: [record({ model: 'acme/a, b' }), { ...record(), cost: -1 }], dayTotal: 0.5 };
+    },
+  } as unknown as Rpc;
+  const warnings: string[] = [];
+  UsagePanel.show(stub.Uri.file('/ext') as unknown as vscode.Uri, rpc, { warn: (m: string) => warnings.push(m) });
+  const panel = stub.webviewPanels.at(-1)!;
+  assert.equal(panel.title, 'AI Gateway Usage');
+  assert.match(panel.webview.html, /src="file:\/\/\/ext\/dist\/webview\/usage\.js"/);
+  panel.fromPage({ type: 'range', range: { kind: 'custom', from: '2026-11-01', until: '2026-11-02' } });
+  panel.fromPage({ type: 'range', range: { kind: 'custom', from: '2026-11-01', until: '<script>' } });
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(asked, [['gateway/usage', { since: '2026-11-01', until: '2026-11-02', limit: USAGE_LIMIT }]], 'a bad range is not asked');
+  assert.deepEqual(panel.posted, [
+    { type: 'data', since: '2026-11-01', until: '2026-11-02', records: [record({ model: 'acme/a, b' })], dayTotal: 0.5, truncated: false },
+  ]);
+  assert.equal(warnings.length, 2, 'one for the dropped record, one for the bad message');
+  stub.answers.saveDialog.push(stub.Uri.file('/tmp/usage.csv'));
+  panel.fromPage({ type: 'export' });
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(stub.writtenFiles.get('/tmp/usage.csv'), toCsv([record({ model: 'acme/a, b' })]));
+  UsagePanel.show(stub.Uri.file('/ext') as unknown as vscode.Uri, rpc, { warn: () => undefined });
+  assert.equal(panel.revealed, 1, 'a second Show Usage brings the open panel forward');
 });
