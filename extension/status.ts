@@ -68,7 +68,8 @@ export class UsageStatus implements vscode.Disposable {
     const cost = record?.cost ?? estimate;
     const approx = record?.cost != null && !record.billed ? '≈ ' : '';
     const percent = share === undefined ? '' : ` · ${share > 0 && share < 0.01 ? '<1' : Math.round(share * 100)}% of context`;
-    const price = cost === undefined ? '' : ` · ${approx}${dollars(cost)}`;
+    // The bar stays short: whether a cost is billed or estimated is the tooltip's to say.
+    const price = cost === undefined ? '' : ` · ${dollars(cost)}`;
     this.item.text = `$(pulse) ${model?.name ?? 'AI Gateway'}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
     this.item.backgroundColor =
       share !== undefined && share >= 0.9

@@ -71,6 +71,7 @@ export class UsagePanel {
 
   /** The records shown now, as CSV, where the user picks. */
   private async exportCsv(): Promise<void> {
+    if (!this.since) return void vscode.window.showInformationMessage('The usage history has not loaded yet: nothing to export.');
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const name = `ai-gateway-usage-${this.since}-to-${this.until}.csv`;
     const target = await vscode.window.showSaveDialog({
