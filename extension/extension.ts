@@ -75,6 +75,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.showUsage, () => UsagePanel.show(context.extensionUri, sidecar, log)),
     // A failed restart has shown its error already.
     vscode.commands.registerCommand(COMMANDS.restartServer, () => sidecar.restart().catch(() => undefined)),
+    // attribution.tagWorkspace tags requests with the workspace's name, which a folder change can change.
+    vscode.workspace.onDidChangeWorkspaceFolders(() => void sidecar.configure()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration(settingId('pythonPath'))) void sidecar.restart().catch(() => undefined);
       else if (event.affectsConfiguration(SECTION)) void sidecar.configure().then(() => provider.refresh());
