@@ -17,6 +17,8 @@ export const COMMANDS = {
   showLogs: `${SECTION}.showLogs`,
   restartServer: `${SECTION}.restartServer`,
   useForSmallTasks: `${SECTION}.useForSmallTasks`,
+  showCredits: `${SECTION}.showCredits`,
+  showUsage: `${SECTION}.showUsage`,
 } as const;
 
 /** The settings, by their names under SECTION. */
@@ -38,6 +40,17 @@ export const SETTINGS = [
   'maxRetries',
   'caBundle',
   'modelOptions',
+  'spend.maxRequestCost',
+  'spend.maxDailyCost',
+  'usage.retentionDays',
+  'routing.sort',
+  'routing.zeroDataRetention',
+  'routing.disallowPromptTraining',
+  'routing.serviceTier',
+  'routing.caching',
+  'attribution.user',
+  'attribution.tags',
+  'attribution.tagWorkspace',
 ] as const;
 export type Setting = (typeof SETTINGS)[number];
 

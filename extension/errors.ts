@@ -13,6 +13,7 @@ export interface Button extends vscode.MessageItem {
   args?: unknown[];
 }
 
+export const MANAGE_KEY: Button = { title: 'Manage API Key', command: COMMANDS.manage };
 export const SHOW_LOGS: Button = { title: 'Show Logs', command: COMMANDS.showLogs };
 export const CHOOSE_INTERPRETER: Button = { title: 'Choose Interpreter', command: 'workbench.action.openSettings', args: [settingId('pythonPath')] };
 

@@ -3,6 +3,8 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { COMMANDS, NETWORK_SECTION, NETWORK_SETTINGS, SECTION, setting, settingId, VENDOR } from './config';
+import { Credits } from './credits';
+import { askToSend } from './guard';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
 import { GatewayChatProvider } from './provider';
@@ -11,6 +13,7 @@ import { redacting, SidecarConnection, sidecarSecrets } from './sidecar';
 import { SmallTasks } from './smalltasks';
 import { UsageStatus } from './status';
 import { readJson, writeJsonAtomic } from './storage';
+import { UsagePanel } from './usagePanel';
 import type { ThinkingMode } from './wire';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -28,18 +31,29 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const warn = (message: string) => log.warn(message);
   let cache: Promise<ModelEntry[]> | undefined; // read once: a bad file is reported once
+  const credits = new Credits(
+    sidecar,
+    () => keys.get(),
+    (balance) => status.setCredits(balance),
+    log,
+  );
   const provider = new GatewayChatProvider(sidecar, {
     apiKey: () => keys.get(),
     askForKey: () => keys.prompt(),
     thinking: () => setting<ThinkingMode>('thinking') ?? 'auto',
     loadCache: () => (cache ??= loadModels(cacheFile, log)),
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
-    onUsage: (model, usage) => status.show(model, usage),
+    onUsage: (model, usage, requestId) => {
+      status.show(model, usage, requestId); // the status bar shows real tokens
+      credits.refreshSoon();
+    },
+    confirmSpend: askToSend,
     tools: () => vscode.lm.tools,
     onRequest: (initiator) => smallTasks.onRequest(initiator), // requests come after activation
     log,
   });
   const smallTasks = new SmallTasks({ catalogue: () => provider.catalogue(), state: context.globalState, log });
+  sidecar.onBilled((requestId, record) => status.billed(requestId, record));
   sidecar.onCalibration(({ model }) => {
     // A window moved; the new one comes with the model list. A message that is not one is ignored.
     if (typeof model === 'string') provider.windowMoved();
@@ -62,8 +76,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.refreshModels, () => provider.refresh()),
     vscode.commands.registerCommand(COMMANDS.showLogs, () => log.show()),
     vscode.commands.registerCommand(COMMANDS.useForSmallTasks, () => smallTasks.choose()),
+    vscode.commands.registerCommand(COMMANDS.showCredits, () => credits.show()),
+    vscode.commands.registerCommand(COMMANDS.showUsage, () => UsagePanel.show(context.extensionUri, sidecar, log)),
     // A failed restart has shown its error already.
     vscode.commands.registerCommand(COMMANDS.restartServer, () => sidecar.restart().catch(() => undefined)),
+    // attribution.tagWorkspace tags requests with the workspace's name, which a folder change can change.
+    vscode.workspace.onDidChangeWorkspaceFolders(() => void sidecar.configure()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       settingSecrets = [...new Set([...settingSecrets, ...sidecarSecrets()])]; // an old one may still be quoted
       if (event.affectsConfiguration(settingId('pythonPath'))) void sidecar.restart().catch(() => undefined);

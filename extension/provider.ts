@@ -1,7 +1,11 @@
 // The LanguageModelChatProvider: VS Code's calls → sidecar requests, streamed parts → progress.
 import * as vscode from 'vscode';
-import type { ChatParams, ModelEntry, StreamPart, UsagePart } from './contract';
+import { Approvals } from './approval';
+import type { ChatResult, ModelEntry, StreamPart, UsagePart } from './contract';
 import { fromRpcError, isCancellation } from './errors';
+import type { Refusal, SpendAnswer } from './guard';
+import { spendLimitOf } from './records';
+import type { SpendChatParams } from './spendTypes';
 import type { Rpc } from './rpc';
 import { TokenCounter, ToolInfo, toolStrings } from './tokens';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
@@ -12,7 +16,10 @@ export interface ProviderHooks {
   thinking(): ThinkingMode;
   loadCache(): Promise<ModelEntry[]>;
   saveCache(models: ModelEntry[]): Promise<void>;
-  onUsage(model: ModelEntry | undefined, usage: UsagePart): void;
+  onUsage(model: ModelEntry | undefined, usage: UsagePart, requestId: string): void;
+  /** The spend guard refused a request: ask the user (extension/guard.ts). Without it, the refusal
+   * is an error like any other. */
+  confirmSpend?(refusal: Refusal): Promise<SpendAnswer>;
   /** The strings of the tools Copilot will offer (from vscode.lm.tools), counted before it asks. */
   /** The tools Copilot will offer (vscode.lm.tools: a new array on every read). */
   tools(): readonly ToolInfo[];
@@ -37,6 +44,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   readonly tokens: TokenCounter;
   private readonly toolsLearned = new Map<string, string>(); // model → names of the tools last counted
   private windowTimer: NodeJS.Timeout | undefined;
+  readonly approvals = new Approvals();
 
   constructor(
     private readonly rpc: Rpc,
@@ -112,7 +120,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     this.hooks.onRequest?.(typeof initiator === 'string' ? initiator : undefined);
     const thinking = this.hooks.thinking();
     const subscription = this.rpc.onParts(requestId, (parts) => reportParts(parts, thinking, progress));
-    const params: ChatParams = {
+    const params: SpendChatParams = {
       requestId,
       model: model.id,
       messages: messages.map((m) => serializeMessage(m)),
@@ -127,13 +135,15 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       apiKey: await this.hooks.apiKey(),
     };
     try {
-      const result = await this.rpc.request('gateway/chat', params, token);
+      const result = await this.guardedChat(params, token);
       if (result.usage) {
         const entry = this.models.find((m) => m.id === model.id);
         progress.report(usageDataPart(result.usage, entry?.budgetFactor)); // in the unit of the window VS Code has
-        this.hooks.onUsage(entry, result.usage); // the status bar shows real tokens
+        this.hooks.onUsage(entry, result.usage, requestId); // the status bar shows real tokens
       }
     } catch (error) {
+      // The user said no to the cost: VS Code ends the request as cancelled, no error in the chat.
+      if (error instanceof vscode.CancellationError) throw error;
       if (token.isCancellationRequested || isCancellation(error)) return;
       const failure = fromRpcError(error);
       this.hooks.log.error(`${model.id}: ${failure.kind}: ${failure.message}`);
@@ -141,6 +151,23 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       throw failure;
     } finally {
       subscription.dispose();
+    }
+  }
+
+  /** The chat, sent with the approval in force; a spend-guard refusal asks the user, and a Send
+   * re-issues it with the estimate they approved (rfcs/0006-spend-extension.md, "Approval"). */
+  private async guardedChat(params: SpendChatParams, token: vscode.CancellationToken): Promise<ChatResult> {
+    const carried = this.approvals.carriedCost();
+    try {
+      return await this.rpc.request('gateway/chat', carried === undefined ? params : { ...params, approvedCost: carried }, token);
+    } catch (error) {
+      const refusal = this.hooks.confirmSpend && !token.isCancellationRequested ? spendLimitOf(error) : undefined;
+      if (!refusal) throw error;
+      this.hooks.log.info(`${params.model}: spend guard: ${refusal.message}`);
+      const answer = await this.hooks.confirmSpend!(refusal);
+      if (answer !== 'send' || token.isCancellationRequested) throw new vscode.CancellationError();
+      this.approvals.approve(refusal.estimate);
+      return this.rpc.request('gateway/chat', { ...params, approvedCost: refusal.estimate }, token);
     }
   }
 

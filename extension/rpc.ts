@@ -4,10 +4,14 @@
 // method's params and result are the contract's (extension/contract.ts).
 import type { CancellationToken, Disposable } from 'vscode';
 import type { Calibration, RpcMethods, RpcNotifications, StreamPart } from './contract';
+import { parseUsageRecord } from './records';
+import type { UsageRecord } from './spendTypes';
 
-export type Method = keyof RpcMethods;
-export type Params<M extends Method> = RpcMethods[M]['params'];
-export type Result<M extends Method> = RpcMethods[M]['result'];
+type Methods = RpcMethods;
+type Notifications = RpcNotifications;
+export type Method = keyof Methods;
+export type Params<M extends Method> = Methods[M]['params'];
+export type Result<M extends Method> = Methods[M]['result'];
 
 export interface Rpc {
   request<M extends Method>(method: M, params: Params<M>, token?: CancellationToken): Promise<Result<M>>;
@@ -15,19 +19,29 @@ export interface Rpc {
 }
 
 interface NotificationSource {
-  onNotification<N extends keyof RpcNotifications>(method: N, handler: (params: RpcNotifications[N]) => void): unknown;
+  onNotification<N extends keyof Notifications>(method: N, handler: (params: Notifications[N]) => void): unknown;
 }
 
 /** The sidecar's notifications: `gateway/parts` to the request they belong to, `gateway/calibration`
- * (a model's window moved) to the provider, which fetches the model list again. */
+ * (a model's window moved) to the provider, which fetches the model list again; `gateway/billed` to the
+ * status bar. */
 export class PartsRouter {
   private readonly handlers = new Map<string, (parts: StreamPart[]) => void>();
   onCalibration: (calibration: Calibration) => void = () => undefined;
+  onBilled: (requestId: string, record: UsageRecord) => void = () => undefined;
+  /** Told of each notification that is not the seam's shape (it is dropped). */
+  onInvalid: (what: string) => void = () => undefined;
 
   /** Routes the notifications of a (re)started connection; subscriptions outlive connections. */
   attach(source: NotificationSource): void {
     source.onNotification('gateway/parts', (params) => this.handlers.get(String(params.requestId))?.(params.parts));
     source.onNotification('gateway/calibration', (params) => this.onCalibration(params));
+    source.onNotification('gateway/billed', (params) => {
+      const record = parseUsageRecord(params?.record);
+      const id = params?.requestId;
+      if (record && (typeof id === 'string' || typeof id === 'number')) this.onBilled(String(id), record);
+      else this.onInvalid('a gateway/billed notification that is not a usage record was ignored');
+    });
   }
 
   subscribe(requestId: string, handler: (parts: StreamPart[]) => void): Disposable {

@@ -10,6 +10,7 @@ import { CHOOSE_INTERPRETER, GatewayChatError, SHOW_LOGS, showError } from './er
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
+import type { UsageRecord } from './spendTypes';
 
 /** The sidecar's settings (the contract's Settings), from the extension's and VS Code's network
  * settings. They travel over the sidecar's stdin, never its command line: the proxy authorization is a
@@ -37,7 +38,27 @@ export function sidecarSettings(stateDir: string): Settings {
     noProxy: networkSetting('noProxy'),
     proxyAuthorization: networkSetting('proxyAuthorization'),
     systemCertificates: networkSetting('systemCertificates'),
+    maxRequestCost: setting('spend.maxRequestCost'),
+    maxDailyCost: setting('spend.maxDailyCost'),
+    usageRetentionDays: setting('usage.retentionDays'),
+    gatewaySort: setting('routing.sort'),
+    zeroDataRetention: setting('routing.zeroDataRetention'),
+    disallowPromptTraining: setting('routing.disallowPromptTraining'),
+    serviceTier: setting('routing.serviceTier'),
+    caching: setting('routing.caching'),
+    attributionUser: setting('attribution.user'),
+    attributionTags: attributionTags(),
+    tagWorkspace: setting('attribution.tagWorkspace'),
   };
+}
+
+/** The tags the user set, and the workspace's name when they asked for it (the gateway's reports
+ * then split spend by project; the sidecar cannot know the name). */
+function attributionTags(): string[] | undefined {
+  const tags = setting<string[]>('attribution.tags'); // VS Code does not check it: the sidecar does
+  const name = vscode.workspace.name;
+  if (!setting<boolean>('attribution.tagWorkspace') || !name || !Array.isArray(tags)) return tags;
+  return [...tags, `workspace:${name.slice(0, 100)}`];
 }
 
 /** `~/…` as the shell would read it; anything else as written (the sidecar reports a bad path). Null
@@ -89,6 +110,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   private session: SidecarSession | undefined;
   private starting: Promise<SidecarSession> | undefined;
   private generation = 0; // bumped by restart and dispose: a start from before them is void
+  private disposed = false; // a late request (a credits refresh after a chat) must not start a new one
   private readonly router = new PartsRouter();
   private readonly stateDir: string;
 
@@ -103,6 +125,11 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
 
   onCalibration(handler: (calibration: Calibration) => void): void {
     this.router.onCalibration = handler;
+  }
+
+  onBilled(handler: (requestId: string, record: UsageRecord) => void): void {
+    this.router.onBilled = handler;
+    this.router.onInvalid = (what) => this.log.warn(`${what}.`);
   }
 
   async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
@@ -136,6 +163,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   }
 
   private ready(): Promise<SidecarSession> {
+    if (this.disposed) return Promise.reject(new Superseded('Vercel AI Gateway is shutting down.', 'sidecar', null));
     if (this.starting) return this.starting;
     const starting = this.start().catch((error: unknown) => {
       if (this.starting === starting) this.starting = undefined;
@@ -182,6 +210,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   }
 
   dispose(): void {
+    this.disposed = true;
     void this.retire(new Superseded('Vercel AI Gateway is shutting down.', 'sidecar', null));
   }
 }

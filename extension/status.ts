@@ -1,22 +1,74 @@
-// The status bar item: the last request's usage against the model's context window, and its cost.
+// The status bar item: the last request's usage against the model's context window, and its cost;
+// the cost the gateway billed once its lookup lands (gateway/billed), and the credits left.
 import * as vscode from 'vscode';
 import { COMMANDS, STATUS_ITEM_ID } from './config';
 import type { ModelEntry, UsagePart } from './contract';
+import type { UsageRecord } from './spendTypes';
+
+/** Requests whose estimate is remembered until their billed cost replaces it in the session total. */
+const REMEMBERED = 50;
+
+interface Shown {
+  requestId: string | undefined;
+  model: ModelEntry | undefined;
+  usage: UsagePart;
+  estimate: number | undefined;
+  record: UsageRecord | undefined;
+}
 
 export class UsageStatus implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(STATUS_ITEM_ID, vscode.StatusBarAlignment.Right, 100);
   private sessionCost = 0;
+  private shown: Shown | undefined;
+  private credits: number | null = null;
+  private readonly estimates = new Map<string, number>(); // requestId → the estimate in sessionCost
+  private readonly early = new Map<string, UsageRecord>(); // billed before its result was shown
 
   constructor() {
     this.item.name = 'Vercel AI Gateway usage';
     this.item.command = COMMANDS.showLogs;
   }
 
-  show(model: ModelEntry | undefined, usage: UsagePart): void {
+  show(model: ModelEntry | undefined, usage: UsagePart, requestId?: string): void {
+    const estimate = model ? requestCost(model, usage) : undefined;
+    if (estimate !== undefined) {
+      this.sessionCost += estimate;
+      if (requestId !== undefined) remember(this.estimates, requestId, estimate);
+    }
+    this.shown = { requestId, model, usage, estimate, record: undefined };
+    const early = requestId === undefined ? undefined : this.early.get(requestId);
+    if (!early) return this.render();
+    this.early.delete(requestId!);
+    this.billed(requestId!, early);
+  }
+
+  /** The gateway's cost of a request (or the sidecar's estimate when the lookup gave up). */
+  billed(requestId: string, record: UsageRecord): void {
+    const isShown = this.shown?.requestId === requestId;
+    if (!isShown && !this.estimates.has(requestId)) {
+      remember(this.early, requestId, record); // its result has not been shown yet
+      return;
+    }
+    // The sidecar's cost replaces our price estimate in the session total.
+    if (record.cost !== null) this.sessionCost += record.cost - (this.estimates.get(requestId) ?? 0);
+    this.estimates.delete(requestId);
+    if (isShown) this.shown!.record = record;
+    this.render(); // the session total changed either way
+  }
+
+  /** USD left; null hides the line (a key that cannot read credits). */
+  setCredits(balance: number | null): void {
+    this.credits = balance;
+    if (this.shown) this.render();
+  }
+
+  private render(): void {
+    const { model, usage, estimate, record } = this.shown!;
     const share = model ? usage.inputTokens / model.contextWindow : undefined;
-    const cost = model ? requestCost(model, usage) : undefined;
-    if (cost !== undefined) this.sessionCost += cost;
+    const cost = record?.cost ?? estimate;
+    const approx = record?.cost != null && !record.billed ? '≈ ' : '';
     const percent = share === undefined ? '' : ` · ${share > 0 && share < 0.01 ? '<1' : Math.round(share * 100)}% of context`;
+    // The bar stays short: whether a cost is billed or estimated is the tooltip's to say.
     const price = cost === undefined ? '' : ` · ${dollars(cost)}`;
     this.item.text = `$(pulse) ${model?.name ?? 'AI Gateway'}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
     this.item.backgroundColor =
@@ -30,7 +82,9 @@ export class UsageStatus implements vscode.Disposable {
       `Input: ${usage.inputTokens} tokens (cached ${usage.cachedTokens})`,
       `Output: ${usage.outputTokens} tokens (reasoning ${usage.reasoningTokens})`,
       share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${model?.contextWindow}`,
-      cost === undefined ? '' : `Cost: ${dollars(cost)} · this session ${dollars(this.sessionCost)}`,
+      cost === undefined ? '' : `${costLabel(record)}: ${approx}${precise(cost)} · this session ${precise(this.sessionCost)}`,
+      ...billedLines(record),
+      this.credits === null ? '' : `Credits: ${dollars(this.credits, true)} left`,
     ]
       .filter(Boolean)
       .join('\n');
@@ -42,6 +96,25 @@ export class UsageStatus implements vscode.Disposable {
   }
 }
 
+function costLabel(record: UsageRecord | undefined): string {
+  return record?.cost != null && record.billed ? 'Billed' : 'Cost';
+}
+
+/** What the gateway told about the request: who served it, and the prompt cache's share. */
+function billedLines(record: UsageRecord | undefined): string[] {
+  if (!record) return [];
+  const byok = record.byok === true ? ' (your own key, BYOK)' : '';
+  return [
+    record.provider ? `Provider: ${record.provider}${byok}` : '',
+    `Prompt cache: ${record.cachedTokens} tokens read · ${record.cacheWriteTokens} written`,
+  ];
+}
+
+function remember<T>(map: Map<string, T>, key: string, value: T): void {
+  map.set(key, value);
+  if (map.size > REMEMBERED) map.delete(map.keys().next().value!);
+}
+
 function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
   const { input, output, cacheRead } = model.pricing;
   if (input === null || output === null) return undefined;
@@ -49,9 +122,14 @@ function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
   return (fresh * input + usage.cachedTokens * (cacheRead ?? input) + usage.outputTokens * output) / 1_000_000;
 }
 
-/** Cents where they matter, four places below a cent (most single requests). */
-function dollars(amount: number): string {
-  return `$${amount >= 0.01 ? amount.toFixed(2) : amount.toFixed(4)}`;
+/** Cents where they matter, four places below a cent (most single requests); a balance in cents. */
+export function dollars(amount: number, cents = false): string {
+  return `$${cents || amount >= 0.01 ? amount.toFixed(2) : amount.toFixed(4)}`;
+}
+
+/** The tooltip's amounts: a bill is exact to a hundredth of a cent, so below a dollar it shows four places. */
+function precise(amount: number): string {
+  return `$${amount >= 1 ? amount.toFixed(2) : amount.toFixed(4)}`;
 }
 
 function short(n: number): string {

@@ -109,6 +109,16 @@ test('the real sidecar answers; Restart Server stops it for sure and the new one
   assert.equal(alive(pids()[1]), true);
 });
 
+test('a request after the window closed (a credits refresh after a chat) starts no new sidecar', async () => {
+  const connection = connect('echo');
+  assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
+  connection.dispose();
+  await until(() => !alive(pids()[0]), 'the sidecar stops');
+  await fails(echo(connection), /shutting down/);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(pids().length, 1, 'no sidecar was started after dispose');
+});
+
 test('a sidecar that never answers initialize: the request fails after the start timeout, the process is killed, the next request starts afresh', async () => {
   const connection = connect('hang');
   const started = Date.now();

@@ -41,17 +41,17 @@ test('shows tokens, share of the context window and the request cost; the toolti
   const status = new UsageStatus();
   status.show(sonnet, usage(12_345, 456, 10_000, 120));
   const item = latestItem();
-  // 2,345 fresh × $3 + 10,000 cached × $0.30 + 456 × $15, per million tokens = $0.017875
+  // 2,345 fresh × $3 + 10,000 cached × $0.30 + 456 × $15, per million tokens = $0.016875
   assert.equal(item.text, '$(pulse) Claude Sonnet 4: 12.3K in · 456 out · 6% of context · $0.02');
   assert.equal(item.backgroundColor, undefined);
   assert.equal(item.visible, true);
   assert.match(item.tooltip!, /Input: 12345 tokens \(cached 10000\)/);
   assert.match(item.tooltip!, /Output: 456 tokens \(reasoning 120\)/);
   assert.match(item.tooltip!, /Context window: 6\.2% of 200000/);
-  assert.match(item.tooltip!, /Cost: \$0\.02 · this session \$0\.02/);
+  assert.match(item.tooltip!, /Cost: \$0\.0169 · this session \$0\.0169/);
   status.show(sonnet, usage(1000, 20)); // 1,000 × $3 + 20 × $15 per million = $0.0033
   assert.match(latestItem().text, /1\.0K in · 20 out · <1% of context · \$0\.0033$/);
-  assert.match(latestItem().tooltip!, /Cost: \$0\.0033 · this session \$0\.02$/, 'the session total adds up ($0.0212)');
+  assert.match(latestItem().tooltip!, /Cost: \$0\.0033 · this session \$0\.0202$/, 'the session total adds up');
 });
 
 test('amber from 75% of the context window, red from 90%', () => {

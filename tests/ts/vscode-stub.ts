@@ -118,6 +118,60 @@ export const workspace = {
   onWillRenameFiles: noEvent,
   onWillDeleteFiles: noEvent,
 };
+/** Enough of vscode.Uri for file paths. */
+export class Uri {
+  private constructor(readonly fsPath: string) {}
+  static file(fsPath: string): Uri {
+    return new Uri(fsPath);
+  }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri([base.fsPath, ...parts].join('/'));
+  }
+  toString(): string {
+    return `file://${this.fsPath}`;
+  }
+}
+export const ViewColumn = { Active: -1 } as const;
+/** What the extension wrote through vscode.workspace.fs, by path. */
+export const writtenFiles = new Map<string, string>();
+Object.assign(workspace, {
+  fs: {
+    writeFile: (uri: Uri, content: Uint8Array) => {
+      writtenFiles.set(uri.fsPath, new TextDecoder().decode(content));
+      return Promise.resolve();
+    },
+  },
+});
+
+/** A webview panel: what the extension posted, and a way to play the page's messages. */
+export class WebviewPanel {
+  readonly posted: unknown[] = [];
+  private receive: (message: unknown) => void = () => undefined;
+  readonly webview = {
+    html: '',
+    cspSource: 'https://stub.vscode-cdn.net',
+    asWebviewUri: (uri: Uri) => uri,
+    postMessage: (message: unknown) => (this.posted.push(message), Promise.resolve(true)),
+    onDidReceiveMessage: (listener: (message: unknown) => void) => ((this.receive = listener), { dispose() {} }),
+  };
+  revealed = 0;
+  constructor(
+    readonly viewType: string,
+    readonly title: string,
+    readonly options: object,
+  ) {}
+  fromPage(message: unknown): void {
+    this.receive(message);
+  }
+  reveal(): void {
+    this.revealed++;
+  }
+  onDidDispose(_listener: () => void) {
+    return { dispose() {} };
+  }
+}
+export const webviewPanels: WebviewPanel[] = [];
+
 export const extensions = { getExtension: (_id: string): undefined => undefined };
 
 export class StatusBarItem {
@@ -218,6 +272,7 @@ export const answers = {
   quickPick: [] as (string | undefined)[],
   errorButton: [] as (string | undefined)[],
   infoButton: [] as (string | undefined)[],
+  saveDialog: [] as (Uri | undefined)[],
 };
 /** The items of each quick pick shown; an answer picks the item with that label. */
 export const quickPicks: { items: unknown[]; options?: object }[] = [];
@@ -257,6 +312,12 @@ export const window = {
     progressTitles.push(options.title);
     return task({ report: () => undefined });
   },
+  createWebviewPanel: (viewType: string, title: string, _column: number, options: object) => {
+    const panel = new WebviewPanel(viewType, title, options);
+    webviewPanels.push(panel);
+    return panel;
+  },
+  showSaveDialog: (_options: object) => Promise.resolve(answers.saveDialog.shift()),
   createStatusBarItem: () => {
     const item = new StatusBarItem();
     statusBarItems.push(item);

@@ -1,0 +1,61 @@
+// The sidecar's spend data, checked as it arrives: a record or an error's data that is not the
+// seam's shape is dropped (the caller says so once) rather than drawn or summed. No vscode import:
+// the usage webview's code shares extension/usageData.ts, which builds on these.
+import { SPEND_LIMIT, type CreditsResult, type SpendLimitData, type UsageRecord } from './spendTypes';
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+const isAmount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+/** A bounded string: a record is drawn and exported, so a megabyte of model name is not one. */
+const isText = (value: unknown, max = 200): value is string => typeof value === 'string' && value.length > 0 && value.length <= max;
+
+/** One UsageRecord, or undefined when any field is not what the seam says. */
+export function parseUsageRecord(value: unknown): UsageRecord | undefined {
+  if (!isObject(value)) return undefined;
+  const r = value;
+  const counts = [r.inputTokens, r.outputTokens, r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens];
+  if (!isText(r.id) || !isText(r.time, 40) || Number.isNaN(Date.parse(r.time)) || !isText(r.model)) return undefined;
+  if (!(r.provider === null || isText(r.provider)) || !counts.every(isCount)) return undefined;
+  if (!(r.cost === null || isAmount(r.cost)) || typeof r.billed !== 'boolean' || !(r.byok === null || typeof r.byok === 'boolean')) return undefined;
+  return {
+    id: r.id,
+    time: r.time,
+    model: r.model,
+    provider: r.provider,
+    inputTokens: r.inputTokens as number,
+    outputTokens: r.outputTokens as number,
+    cachedTokens: r.cachedTokens as number,
+    cacheWriteTokens: r.cacheWriteTokens as number,
+    reasoningTokens: r.reasoningTokens as number,
+    cost: r.cost,
+    billed: r.billed,
+    byok: r.byok,
+  };
+}
+
+/** The records that parse, and how many did not. */
+export function parseUsageRecords(value: unknown): { records: UsageRecord[]; dropped: number } {
+  const list = Array.isArray(value) ? value : [];
+  const records = list.map(parseUsageRecord).filter((r): r is UsageRecord => r !== undefined);
+  return { records, dropped: list.length - records.length };
+}
+
+/** A balance to show, or null (hidden) for anything but a finite amount. */
+export function parseCredits(value: unknown): CreditsResult {
+  const r = isObject(value) ? value : {};
+  const amount = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  return { balance: amount(r.balance), totalUsed: amount(r.totalUsed) };
+}
+
+/** The spend guard's refusal, from a JSON-RPC error; undefined for any other error. */
+export function spendLimitOf(error: unknown): (SpendLimitData & { message: string }) | undefined {
+  const e = isObject(error) ? error : undefined;
+  const data = isObject(e?.data) ? e.data : undefined;
+  if (data?.kind !== SPEND_LIMIT) return undefined;
+  const { estimate, limit, scope, spentToday } = data;
+  if (!isAmount(estimate) || !isAmount(limit) || !isAmount(spentToday) || (scope !== 'request' && scope !== 'day')) return undefined;
+  const message = isText(e?.message, 500) ? e.message : `This request will cost about $${estimate.toFixed(2)} (your limit is $${limit.toFixed(2)}).`;
+  return { estimate, limit, scope, spentToday, message };
+}

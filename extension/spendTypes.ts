@@ -1,0 +1,20 @@
+// The spend shapes (rfcs/0006-spend.md) under the names the extension's spend modules use. Every
+// shape is the generated contract's (extension/contract.ts); nothing here is written twice.
+import type { ErrorData, ErrorKind, SpendScope } from './contract';
+
+export type {
+  BilledNotification,
+  ChatParams as SpendChatParams,
+  Credits as CreditsResult,
+  CreditsParams,
+  Settings as SpendSettings,
+  UsageParams,
+  UsageRecord,
+  UsageResult,
+} from './contract';
+
+/** The fields a `spend_limit` error's `data` carries beside `kind` and `status` (optional in
+ * ErrorData, which every error shares; records.ts checks they are there). */
+export type SpendLimitData = Required<Pick<ErrorData, 'estimate' | 'limit' | 'spentToday'>> & { scope: SpendScope };
+
+export const SPEND_LIMIT: ErrorKind = 'spend_limit';
