@@ -70,6 +70,7 @@ screenshots: build
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-tool-round-trip.png docs/answer-and-status-bar.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-chat-title.png docs/small-tasks-chat-title.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-commit-message.png docs/small-tasks-commit-message.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-usage-dashboard.png docs/usage-dashboard.png
 
 test: lint test-python test-e2e test-e2e-oldest test-node
 

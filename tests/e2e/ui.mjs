@@ -158,6 +158,17 @@ async function send(text) {
   await page.keyboard.press('Enter');
 }
 
+/** Merges `changes` into the user's settings.json, as editing it by hand would (null removes a key). */
+function editSettings(changes) {
+  const file = path.join(dirs.ud, 'User', 'settings.json');
+  const settings = JSON.parse(fs.readFileSync(file, 'utf8'));
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === null) delete settings[key];
+    else settings[key] = value;
+  }
+  fs.writeFileSync(file, JSON.stringify(settings, null, 2));
+}
+
 /** The requests our agent model received, as the fake gateway recorded them. */
 async function agentRequests() {
   return (await (await fetch(`${gateway}/_requests`)).json()).filter((e) => e.body?.model === 'fake/agent-loop');
@@ -398,6 +409,43 @@ try {
     const kept = await answer.innerText();
     assert.match(kept, /word5/, 'the partial answer stays');
     assert.doesNotMatch(kept, /Sorry|failed/, 'a stop is no error');
+  });
+
+  // Issue 15: the spend guard asks before a request over the user's limit is sent; Cancel sends
+  // nothing and shows no error, Send sends it. Then the usage dashboard draws what was recorded.
+  await step('spend-guard', async () => {
+    editSettings({ 'vercelAiGateway.spend.maxRequestCost': 0.0001 });
+    await page.waitForTimeout(2_000); // the settings file is watched; the sidecar is reconfigured
+    await pickModel('Fake Text');
+    const dialog = page.locator('.monaco-dialog-box');
+    const textRequests = async () => (await requests()).filter((e) => e.body?.model === 'fake/text').length;
+    const before = await textRequests();
+    await send('[scenario:text] Is this worth it?');
+    await dialog.getByText('This request will cost about', { exact: false }).first().waitFor({ timeout: 60_000 });
+    assert.match(await dialog.innerText(), /your limit is \$0\.0001/);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForTimeout(1_500);
+    assert.equal(await textRequests(), before, 'Cancel sent nothing to the gateway');
+    assert.doesNotMatch(await responses().last().innerText(), /Sorry|failed|spend_limit/, 'a cancelled request shows no error');
+    await send('[scenario:text] Send it anyway');
+    await dialog.getByText('This request will cost about', { exact: false }).first().waitFor({ timeout: 60_000 });
+    await dialog.getByRole('button', { name: 'Send' }).click();
+    await responses().last().getByText('Hello from the fake gateway.', { exact: false }).first().waitFor({ timeout: 60_000 });
+    assert.equal(await textRequests(), before + 1, 'Send sent it once');
+    await send('[scenario:text] And again, within the approval');
+    await responses().last().getByText('Hello from the fake gateway.', { exact: false }).first().waitFor({ timeout: 60_000 });
+    assert.equal(await dialog.count(), 0, 'the approval carried over: no second dialog');
+    editSettings({ 'vercelAiGateway.spend.maxRequestCost': null });
+  });
+
+  await step('usage-dashboard', async () => {
+    await runCommand('Vercel AI Gateway: Show Usage');
+    const view = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+    await view.locator('canvas').first().waitFor({ timeout: 60_000 });
+    await view.locator('table tbody tr').first().waitFor({ timeout: 30_000 });
+    assert.ok((await view.locator('canvas').count()) >= 3, 'spend per day, tokens per request, cache share');
+    assert.match(await view.locator('table').first().innerText(), /fake\//, 'the costliest requests are listed by model');
+    await page.waitForTimeout(1_000); // chart.js animates in
   });
 
   // Issue 12, parts 1 and 2: a long agent loop on a model whose tokenizer yields 1.35x o200k and whose
