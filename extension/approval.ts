@@ -1,4 +1,4 @@
-// How a "Send" in the spend guard's dialog carries over (rfcs/0006-spend-extension.md, "Approval"): an agent
+// How a "Send" in the spend guard's dialog carries over (rfcs/0006-spend.md, "Approval"): an agent
 // loop sends a request per step, each about as costly as the last, and asking at every step would
 // make the guard unusable. So an approval covers the next APPROVAL_MS of requests up to
 // APPROVAL_RATIO × the estimate the user saw. It lives in memory: a new window asks again.

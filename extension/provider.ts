@@ -155,7 +155,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   }
 
   /** The chat, sent with the approval in force; a spend-guard refusal asks the user, and a Send
-   * re-issues it with the estimate they approved (rfcs/0006-spend-extension.md, "Approval"). */
+   * re-issues it with the estimate they approved (rfcs/0006-spend.md, "Approval"). */
   private async guardedChat(params: SpendChatParams, token: vscode.CancellationToken): Promise<ChatResult> {
     const carried = this.approvals.carriedCost();
     try {

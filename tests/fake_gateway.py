@@ -84,6 +84,16 @@ MODELS = [
         "tags": [],
     },
     {"id": "fake/embed", "name": "Fake Embedding", "type": "embedding", "owned_by": "fake"},
+    {  # priced so that one request passes the e2e run's spend limit ($0.25) and no other model's does
+        "id": "fake/pricey",
+        "name": "Fake Pricey",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 8192,
+        "tags": [],
+        "pricing": {"input": "0.00005", "output": "0.0001"},
+    },
     AGENT_MODEL,
 ]
 # Listed too under a base URL with `/tokenizer/` in its path: the `tokenizer` scenario by model id,

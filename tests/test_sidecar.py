@@ -32,7 +32,7 @@ def chat_params(request_id: str, model: str, **extra: Any) -> dict[str, Any]:
 async def test_models_carry_picker_fields_and_prices(sidecar: Sidecar) -> None:
     result = await sidecar.request("gateway/models", {})
     models = {m["id"]: m for m in result["models"]}
-    assert set(models) == {"fake/text", "fake/tools", "fake/reasoning", "fake/plain", "fake/agent-loop"}
+    assert set(models) == {"fake/text", "fake/tools", "fake/reasoning", "fake/plain", "fake/agent-loop", "fake/pricey"}
     text = models["fake/text"]
     assert text["maxInputTokens"] == 200000 - 16384 and text["capabilities"]["toolCalling"] is True
     assert "$3.00 in / $15.00 out per million tokens" in text["tooltip"] and text["detail"] == "200K · $3.00/$15.00"

@@ -193,7 +193,7 @@ async def test_a_request_without_params_is_answered(raw: RawSidecar) -> None:
     observed = f"models: {describe(listed)}, chat: {describe(refused)}"
     ok = (
         listed is not None
-        and len(listed["result"]["models"]) == 5
+        and len(listed["result"]["models"]) == 6
         and describe(refused) == "error -32602 bad_request"
         and await raw.answers()
     )

@@ -90,7 +90,7 @@ async function savedCounts(dir: string, key: string): Promise<Record<string, num
   return assert.fail(`token-counts.json never held ${key}`);
 }
 
-const FAKE_MODELS = ['fake/agent-loop', 'fake/plain', 'fake/reasoning', 'fake/text', 'fake/tools'];
+const FAKE_MODELS = ['fake/agent-loop', 'fake/plain', 'fake/pricey', 'fake/reasoning', 'fake/text', 'fake/tools'];
 
 test('both files null: activation succeeds, the models come from the gateway, counts work and the files are repaired', async () => {
   const dir = storageWith('null', 'null');

@@ -82,7 +82,7 @@ const textOf = (parts: unknown[]) =>
 test('the picker lists the gateway language models, all offered to agent mode', async () => {
   const models = await provider.provideLanguageModelChatInformation({ silent: true }, token());
   const byId = new Map(models.map((m) => [m.id, m]));
-  assert.deepEqual([...byId.keys()].sort(), ['fake/agent-loop', 'fake/plain', 'fake/reasoning', 'fake/text', 'fake/tools']);
+  assert.deepEqual([...byId.keys()].sort(), ['fake/agent-loop', 'fake/plain', 'fake/pricey', 'fake/reasoning', 'fake/text', 'fake/tools']);
   assert.equal(byId.get('fake/text')!.maxInputTokens, 200000 - 16384);
   assert.equal(byId.get('fake/text')!.capabilities.imageInput, true);
   assert.equal(byId.get('fake/plain')!.capabilities.toolCalling, true);

@@ -39,7 +39,7 @@ const token = () => new vscode.CancellationTokenSource().token;
 test('lists the gateway language models with names, windows and capabilities', async () => {
   const found = await models();
   const byId = new Map(found.map((m) => [m.id, m]));
-  assert.deepEqual([...byId.keys()].sort(), ['fake/agent-loop', 'fake/plain', 'fake/reasoning', 'fake/text', 'fake/tools']);
+  assert.deepEqual([...byId.keys()].sort(), ['fake/agent-loop', 'fake/plain', 'fake/pricey', 'fake/reasoning', 'fake/text', 'fake/tools']);
   const text = byId.get('fake/text');
   assert.equal(text.name, 'Fake Text');
   assert.equal(text.vendor, VENDOR);
