@@ -16,7 +16,7 @@ const CHANGE: Choice = { title: 'Change limit', answer: 'change' };
 // Escape and the dialog's close button answer this one too.
 const CANCEL: Choice = { title: 'Cancel', answer: 'cancel', isCloseAffordance: true };
 
-/** Asks; "Change limit" opens the limit that refused, and the request ends as a cancellation. */
+/** Asks; "Change limit" opens the limit that refused, and the request is not sent. */
 export async function askToSend(refusal: Refusal): Promise<SpendAnswer> {
   const detail =
     refusal.scope === 'day'

@@ -136,14 +136,16 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     };
     try {
       const result = await this.guardedChat(params, token);
+      if (typeof result === 'string') {
+        progress.report(new vscode.LanguageModelTextPart(result)); // the user declined the cost
+        return;
+      }
       if (result.usage) {
         const entry = this.models.find((m) => m.id === model.id);
         progress.report(usageDataPart(result.usage, entry?.budgetFactor)); // in the unit of the window VS Code has
         this.hooks.onUsage(entry, result.usage, requestId); // the status bar shows real tokens
       }
     } catch (error) {
-      // The user said no to the cost: VS Code ends the request as cancelled, no error in the chat.
-      if (error instanceof vscode.CancellationError) throw error;
       if (token.isCancellationRequested || isCancellation(error)) return;
       const failure = fromRpcError(error);
       this.hooks.log.error(`${model.id}: ${failure.kind}: ${failure.message}`);
@@ -155,8 +157,10 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   }
 
   /** The chat, sent with the approval in force; a spend-guard refusal asks the user, and a Send
-   * re-issues it with the estimate they approved (rfcs/0006-spend.md, "Approval"). */
-  private async guardedChat(params: SpendChatParams, token: vscode.CancellationToken): Promise<ChatResult> {
+   * re-issues it with the estimate they approved (rfcs/0006-spend.md, "Approval"). Declined, it is
+   * the short answer the chat shows instead: Copilot prints a thrown error, even a cancellation,
+   * as "Sorry, your request failed" with a stack (seen in 1.139). */
+  private async guardedChat(params: SpendChatParams, token: vscode.CancellationToken): Promise<ChatResult | string> {
     const carried = this.approvals.carriedCost();
     try {
       return await this.rpc.request('gateway/chat', carried === undefined ? params : { ...params, approvedCost: carried }, token);
@@ -165,7 +169,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       if (!refusal) throw error;
       this.hooks.log.info(`${params.model}: spend guard: ${refusal.message}`);
       const answer = await this.hooks.confirmSpend!(refusal);
-      if (answer !== 'send' || token.isCancellationRequested) throw new vscode.CancellationError();
+      if (answer !== 'send' || token.isCancellationRequested) return `Not sent. ${refusal.message}`;
       this.approvals.approve(refusal.estimate);
       return this.rpc.request('gateway/chat', { ...params, approvedCost: refusal.estimate }, token);
     }

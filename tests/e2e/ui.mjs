@@ -406,7 +406,9 @@ try {
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await page.waitForTimeout(1_500);
     assert.equal(await priceyRequests(), before, 'Cancel sent nothing to the gateway');
-    assert.doesNotMatch(await responses().last().innerText(), /Sorry|failed|spend_limit/, 'a cancelled request shows no error');
+    const declined = await responses().last().innerText();
+    assert.match(declined, /Not sent\. This request will cost about \$[\d.]+ \(your limit is \$0\.25\)/);
+    assert.doesNotMatch(declined, /Sorry|failed|spend_limit|extension\.js/, 'a declined request shows no error');
     await send('[scenario:text] Send it anyway');
     await dialog.getByText('This request will cost about', { exact: false }).first().waitFor({ timeout: 60_000 });
     await dialog.getByRole('button', { name: 'Send' }).click();

@@ -117,6 +117,7 @@ test('a spend_limit error is read off the JSON-RPC error; a malformed one is not
 function guarded(estimate: number, answers: SpendAnswer[]) {
   const sent: { approvedCost?: number | null }[] = [];
   const asked: Refusal[] = [];
+  const parts: unknown[] = [];
   const toastsBefore = stub.shownErrors.length;
   const errors = () => stub.shownErrors.slice(toastsBefore); // toasts: a chat's errors show in the chat only
   const rpc = {
@@ -147,10 +148,11 @@ function guarded(estimate: number, answers: SpendAnswer[]) {
       { id: 'fake/text' } as vscode.LanguageModelChatInformation,
       [],
       { toolMode: 1 },
-      { report() {} },
+      { report: (part) => parts.push(part) },
       new CancellationTokenSource().token,
     );
-  return { provider, chat, sent, asked, errors };
+  const reported = () => parts.map((p) => (p as { value?: unknown }).value);
+  return { provider, chat, sent, asked, errors, reported };
 }
 
 test('guard: Send re-issues the chat with the approved cost, and the next requests carry it without asking', async () => {
@@ -165,11 +167,12 @@ test('guard: Send re-issues the chat with the approved cost, and the next reques
   assert.deepEqual(errors(), []);
 });
 
-test('guard: Cancel and Change limit end the request as a cancellation, with no error shown', async () => {
+test('guard: Cancel and Change limit answer "Not sent" in the chat: no error (Copilot prints even a cancellation as a failure with a stack)', async () => {
   for (const answer of ['cancel', 'change'] as const) {
-    const { chat, sent, errors } = guarded(0.42, [answer]);
-    await assert.rejects(chat(), stub.CancellationError);
+    const { chat, sent, errors, reported } = guarded(0.42, [answer]);
+    await chat(); // resolves: no error for Copilot to print
     assert.equal(sent.length, 1, 'nothing re-sent');
+    assert.deepEqual(reported(), ['Not sent. This request will cost about $0.42 (your limit is $0.25).']);
     assert.deepEqual(errors(), [], 'no error notification');
   }
 });
