@@ -56,10 +56,13 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
-def test_the_captures_cover_every_form_copilot_sent() -> None:
-    forms = {load(p)["summarisation"] for p in CAPTURED}
-    assert {"background", "full"} <= forms, f"captured forms: {forms}"
-    assert None in forms, "an ordinary agent turn is captured too, as the negative case"
+def test_the_captures_hold_the_form_copilot_sent_and_ordinary_turns() -> None:
+    # The run's agent loop drew the background form (the one that arrived with every tool callable
+    # before issue 12); the simple and full forms are tested from Copilot's prompt text in
+    # tests/test_translate.py: `/compact` after the loop sent no request in that run.
+    forms = [load(p)["summarisation"] for p in CAPTURED]
+    assert "background" in forms, f"captured forms: {forms}"
+    assert forms.count(None) >= 2, "ordinary agent turns are captured too, as the negative case"
 
 
 @pytest.mark.parametrize("path", CAPTURED, ids=[p.stem for p in CAPTURED])
