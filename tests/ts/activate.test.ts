@@ -3,7 +3,7 @@
 // fails, the provider still answers, bad entries are dropped with one log line and the files are
 // repaired; two windows saving counts to one folder keep both windows' counts.
 import assert from 'node:assert/strict';
-import { ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -12,29 +12,25 @@ import { after, before, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
+import { PYTHON, startGateway } from './real';
 import { activate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import type { GatewayChatProvider } from '../../extension/provider';
 import { checkCounts } from '../../extension/saved';
 
-const ROOT = path.resolve(__dirname, '../../..');
-const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
 const MODEL = 'openai/gpt-5';
-let gateway: ChildProcess;
+const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
 before(async () => {
-  gateway = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve) =>
-    gateway.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)),
-  );
+  const url = await startGateway(children);
   stub.settings['vercelAiGateway.baseUrl'] = `${url}/v1`;
   stub.settings['vercelAiGateway.maxRetries'] = 0;
   process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
 });
 
 after(() => {
-  gateway.kill();
+  children.forEach((child) => child.kill());
   dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
   delete process.env.AI_GATEWAY_LM_PYTHON;
   delete stub.settings['vercelAiGateway.baseUrl'];

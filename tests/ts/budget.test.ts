@@ -2,19 +2,17 @@
 // fake gateway, the provider fetches the list once and fires one change event, VS Code gets the window
 // and the usage in o200k tokens, and the tooltip and status bar keep the real numbers.
 import assert from 'node:assert/strict';
-import { ChildProcess, spawn } from 'node:child_process';
-import * as path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { CancellationTokenSource, createMessageConnection, MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { CancellationTokenSource, MessageConnection } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
+import { startGateway, startSidecar } from './real';
 import type { ModelEntry, UsagePart } from '../../extension/contract';
 import { GatewayChatProvider, WINDOW_DEBOUNCE_MS } from '../../extension/provider';
-import { PartsRouter, Rpc } from '../../extension/rpc';
+import type { Rpc } from '../../extension/rpc';
 import { UsageStatus } from '../../extension/status';
 
-const ROOT = path.resolve(__dirname, '../../..');
-const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
 const REAL_LIMIT = 200_000 - 16_384; // fake/text: its window minus the output reservation
 const children: ChildProcess[] = [];
 let connection: MessageConnection;
@@ -22,21 +20,9 @@ let provider: GatewayChatProvider;
 const state = { fetches: 0, changes: 0, calibrations: 0, usage: [] as { model: ModelEntry | undefined; usage: UsagePart }[] };
 
 before(async () => {
-  const gateway = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(gateway);
-  const port = await new Promise<string>((resolve) => gateway.stdout.once('data', (chunk: Buffer) => resolve(/PORT (\d+)/.exec(String(chunk))![1])));
-  const sidecar = spawn(PYTHON, ['-m', 'gateway_lm', 'serve'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(sidecar);
-  connection = createMessageConnection(new StreamMessageReader(sidecar.stdout), new StreamMessageWriter(sidecar.stdin));
-  const router = new PartsRouter();
-  router.attach(connection);
-  connection.listen();
-  await connection.sendRequest('initialize', {
-    processId: process.pid,
-    capabilities: {},
-    initializationOptions: { baseUrl: `http://127.0.0.1:${port}/v1`, settings: { maxRetries: 0 } },
-  });
-  void connection.sendNotification('initialized', {});
+  const started = await startSidecar(children, await startGateway(children));
+  connection = started.connection;
+  const router = started.router;
   const rpc: Rpc = {
     request: (method, params) => {
       if (method === 'gateway/models') state.fetches++;

@@ -1,47 +1,28 @@
 // The extension's own provider code driving the real sidecar (a subprocess, over vscode-jsonrpc)
 // against the loopback fake gateway: the path a user's chat takes, minus VS Code itself.
 import assert from 'node:assert/strict';
-import { ChildProcess, spawn } from 'node:child_process';
-import * as path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { CancellationTokenSource, createMessageConnection, MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { CancellationTokenSource, MessageConnection } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
+import { startGateway, startSidecar } from './real';
 import { GatewayChatError } from '../../extension/errors';
 import type { ModelEntry, UsagePart } from '../../extension/contract';
 import { GatewayChatProvider } from '../../extension/provider';
-import { PartsRouter, Rpc } from '../../extension/rpc';
+import type { Rpc } from '../../extension/rpc';
 
-const ROOT = path.resolve(__dirname, '../../..');
-const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
 const children: ChildProcess[] = [];
 let connection: MessageConnection;
 let provider: GatewayChatProvider;
 let gatewayUrl: string;
 const usages: UsagePart[] = [];
 
-function startGateway(): Promise<string> {
-  const child = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)));
-}
-
 before(async () => {
-  gatewayUrl = await startGateway();
-  const env = { ...process.env };
-  delete env.AI_GATEWAY_API_KEY;
-  const sidecar = spawn(PYTHON, ['-m', 'gateway_lm', 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(sidecar);
-  connection = createMessageConnection(new StreamMessageReader(sidecar.stdout), new StreamMessageWriter(sidecar.stdin));
-  const router = new PartsRouter();
-  router.attach(connection);
-  connection.listen();
-  await connection.sendRequest('initialize', {
-    processId: process.pid,
-    capabilities: {},
-    initializationOptions: { baseUrl: `${gatewayUrl}/v1`, settings: { maxRetries: 0 } },
-  });
-  void connection.sendNotification('initialized', {});
+  gatewayUrl = await startGateway(children);
+  const started = await startSidecar(children, gatewayUrl);
+  connection = started.connection;
+  const router = started.router;
   const rpc: Rpc = {
     request: (method, params, token) => (token ? connection.sendRequest(method, params, token as never) : connection.sendRequest(method, params)),
     onParts: (id, handler) => router.subscribe(id, handler),

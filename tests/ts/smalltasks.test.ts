@@ -2,7 +2,7 @@
 // notice condition, and, through the real extension (activate(), the real sidecar, the loopback fake
 // gateway's catalogue), the command's quick pick, the settings it writes and the one-time prompt.
 import assert from 'node:assert/strict';
-import { ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -10,6 +10,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
+import { PYTHON, startGateway } from './real';
 import type { ModelEntry } from '../../extension/contract';
 import { activate } from '../../extension/extension';
 import type { GatewayChatProvider } from '../../extension/provider';
@@ -23,9 +24,6 @@ import {
   UTILITY_MODEL,
   UTILITY_SMALL_MODEL,
 } from '../../extension/smalltasks';
-
-const ROOT = path.resolve(__dirname, '../../..');
-const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
 
 function entry(id: string, input: number | null, output: number | null, toolCalling = true, tags: string[] = []): ModelEntry {
   return {
@@ -109,21 +107,18 @@ test("Copilot's notice condition: a utility setting empty and the default not 'm
   assert.equal(needsUtilityModels(config()), false);
 });
 
-let gateway: ChildProcess;
+const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
 before(async () => {
-  gateway = spawn(PYTHON, [path.join(ROOT, 'tests/fake_gateway.py')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve) =>
-    gateway.stdout!.once('data', (chunk: Buffer) => resolve(`http://127.0.0.1:${/PORT (\d+)/.exec(String(chunk))![1]}`)),
-  );
+  const url = await startGateway(children);
   stub.settings['vercelAiGateway.baseUrl'] = `${url}/v1`;
   stub.settings['vercelAiGateway.maxRetries'] = 0;
   process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
 });
 
 after(() => {
-  gateway.kill();
+  children.forEach((child) => child.kill());
   dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
   delete process.env.AI_GATEWAY_LM_PYTHON;
 });
