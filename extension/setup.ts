@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { setting } from './config';
+import { networkSetting, setting } from './config';
 
 export class SetupError extends Error {
   constructor(
@@ -36,7 +36,7 @@ export async function sidecarPython(context: vscode.ExtensionContext, log: vscod
       const shipped = path.join(context.extensionPath, 'python');
       const wheels = (await fs.readdir(shipped)).filter((f) => f.endsWith('.whl')).map((f) => path.join(shipped, f));
       const pip = ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input'];
-      await run(python, [...pip, '-r', path.join(shipped, 'requirements.txt'), ...wheels], log).catch((error) => {
+      await run(python, [...pip, '-r', path.join(shipped, 'requirements.txt'), ...wheels], log, pipProxyEnv()).catch((error) => {
         throw new SetupError(`Installing the sidecar's packages failed: ${(error as Error).message}`, false);
       });
       await fs.writeFile(path.join(envDir, '.ready'), version);
@@ -71,10 +71,22 @@ async function pythonExtensionInterpreter(): Promise<string | undefined> {
   }
 }
 
-function run(command: string, args: string[], log: vscode.LogOutputChannel): Promise<string> {
+/** pip goes through VS Code's proxy too, as the sidecar does (users set proxies in VS Code, not in the
+ * environment): in pip's environment, never on its command line (the URL may hold a password, and
+ * the command line is logged). An environment that already names a proxy keeps it. */
+export function pipProxyEnv(): NodeJS.ProcessEnv | undefined {
+  const proxy = networkSetting('proxy');
+  if (typeof proxy !== 'string' || !/^https?:\/\//.test(proxy)) return undefined;
+  const env: NodeJS.ProcessEnv = { ...process.env, PIP_PROXY: process.env.PIP_PROXY ?? proxy };
+  const noProxy = networkSetting('noProxy');
+  if (Array.isArray(noProxy) && noProxy.length && !process.env.NO_PROXY) env.NO_PROXY = noProxy.filter((h) => typeof h === 'string').join(',');
+  return env;
+}
+
+function run(command: string, args: string[], log: vscode.LogOutputChannel, env?: NodeJS.ProcessEnv): Promise<string> {
   log.info(`setup: ${command} ${args.join(' ')}`);
   return new Promise((resolve, reject) => {
-    execFile(command, args, { timeout: 600_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(command, args, { timeout: 600_000, maxBuffer: 16 * 1024 * 1024, env }, (error, stdout, stderr) => {
       if (stderr.trim()) log.info(stderr.trim());
       if (error) reject(new Error(stderr.trim().split('\n').pop() || error.message));
       else resolve(stdout);

@@ -1,12 +1,42 @@
 // API tests: a small test extension in a real VS Code extension host, against the installed VSIX.
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import * as host from './host.mjs';
 
 const name = host.HOST === 'newest' ? 'api' : `${host.HOST}-api`; // screenshots and scratch folders
+// VS Code's proxy setting, honoured by the sidecar (issue 14): every request of this run goes through
+// a forward proxy on loopback that notes what it carried.
+const proxied = [];
+const proxy = http.createServer((request, response) => {
+  proxied.push(`${request.method} ${request.url}`);
+  const upstream = http.request(request.url, { method: request.method, headers: request.headers }, (answer) => {
+    response.writeHead(answer.statusCode, answer.headers);
+    answer.pipe(response);
+  });
+  upstream.on('error', () => response.destroy());
+  request.pipe(upstream);
+});
+proxy.on('connect', (request, client, head) => {
+  // HTTPS through the proxy (the first start's pip reaches its package index this way).
+  proxied.push(`CONNECT ${request.url}`);
+  const [host, port] = request.url.split(':');
+  const upstream = net.connect(Number(port) || 443, host, () => {
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  upstream.on('error', () => client.destroy());
+  client.on('error', () => upstream.destroy());
+});
+await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
 const { cache, dirs, gateway, port, env } = await host.prepareRun(name, {
   'vercelAiGateway.trace.server': 'verbose', // the most verbose logging a user can ask for
   'vercelAiGateway.maxRetries': 0,
+  'vercelAiGateway.modelOptions': { 'fake/t*': { temperature: 0.25 } }, // per-model options (issue 14)
+  'http.proxy': `http://127.0.0.1:${proxy.address().port}`,
 });
 const artifacts = host.ARTIFACTS;
 const vsix = host.VSIX;
@@ -39,6 +69,9 @@ try {
   const leaks = filesContaining(path.join(dirs.ud, 'logs'), env.AI_GATEWAY_API_KEY).filter((f) => !f.endsWith('remoteagent.log'));
   console.log(`[api-test] the API key appears in ${leaks.length} log file(s)${leaks.length ? `: ${leaks.join(', ')}` : ''}`);
   if (leaks.length && code === 0) code = 1;
+  const viaProxy = proxied.filter((line) => line.startsWith('POST ') && line.includes('/v1/responses')).length;
+  console.log(`[api-test] ${viaProxy} chat request(s) went through http.proxy (${proxied.length} proxied in all)`);
+  if (viaProxy === 0 && code === 0) code = 1;
   if (code !== 0) {
     console.log(`API tests failed (${code}); screenshot: ${path.join(artifacts, `${name}-tests.png`)}`);
     await host.printDiagnostics(dirs, gateway);
@@ -50,6 +83,7 @@ try {
 } finally {
   await browser?.close();
   host.cleanup();
+  proxy.close();
 }
 if (code !== 0) console.log(['', ...failures].join('\n'));
 process.exit(code === 0 ? 0 : 1); // the test extension printed "[api-test] N passed, N failed"

@@ -22,6 +22,7 @@ function fakePython(name: string, version: string, pip = 'exit 0'): string {
     `#!/bin/sh
 PATH=/usr/bin:/bin
 echo "$0 $*" >> "${calls}"
+[ -n "$PIP_PROXY" ] && echo "PIP_PROXY=$PIP_PROXY" >> "${calls}"
 case "$1 $2" in
   "-c "*) echo ${version} ;;
   "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
@@ -114,5 +115,22 @@ test('the pythonPath setting wins over Pythons on PATH', async () => {
       .split('\n')
       .find((line) => line.includes('-m venv'))!,
     /my-python -m venv/,
+  );
+});
+
+test("pip goes through VS Code's http.proxy, given in its environment and never on its command line", async () => {
+  fakePython('python3', '3.12');
+  stub.settings['http.proxy'] = 'http://user:s3cret@proxy.example:3128';
+  try {
+    await sidecarPython(context(), log);
+  } finally {
+    delete stub.settings['http.proxy'];
+  }
+  const lines = fs.readFileSync(calls, 'utf8').split('\n');
+  assert.ok(lines.includes('PIP_PROXY=http://user:s3cret@proxy.example:3128'), 'in the environment');
+  assert.doesNotMatch(
+    lines.find((line) => line.includes('-m pip'))!,
+    /s3cret|proxy\.example/,
+    'not on the command line',
   );
 });

@@ -113,6 +113,20 @@ test('cancelling stops the stream and closes the upstream connection', async () 
   assert.ok(entry.client_closed_at * 1000 - cancelledAt < 300, `closed ${Math.round(entry.client_closed_at * 1000 - cancelledAt)} ms after the cancel`);
 });
 
+test('per-model options from the setting reach the gateway; a caller\'s bad option fails clearly, before anything is sent', async () => {
+  const m = await model('fake/tools');
+  await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] options')], { modelOptions: { top_p: 0.5 } }, token()));
+  const body = (await gatewayLog()).filter((e) => e.body?.model === 'fake/tools').at(-1).body;
+  assert.equal(body.temperature, 0.25, 'vercelAiGateway.modelOptions {"fake/t*": {"temperature": 0.25}}');
+  assert.equal(body.top_p, 0.5, 'a caller\'s top_p from sendRequest(..., {modelOptions})');
+  const before = (await gatewayLog()).length;
+  await assert.rejects(
+    async () => collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('hi')], { modelOptions: { temperature: 'hot' } }, token())),
+    (error) => /temperature/.test(String(error && error.message)),
+  );
+  assert.equal((await gatewayLog()).length, before, 'nothing was sent');
+});
+
 test('a 401 surfaces as a thrown error telling the user to set the API key', async () => {
   const m = await model('fake/text');
   await assert.rejects(
