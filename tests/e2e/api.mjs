@@ -16,6 +16,8 @@ const proxy = http.createServer((request, response) => {
     answer.pipe(response);
   });
   upstream.on('error', () => response.destroy());
+  // A client that goes away (a cancelled chat) takes the upstream connection with it, as a real proxy does.
+  response.on('close', () => upstream.destroy());
   request.pipe(upstream);
 });
 proxy.on('connect', (request, client, head) => {
