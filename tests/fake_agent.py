@@ -48,7 +48,7 @@ def summarisation_form(body: dict[str, Any]) -> str | None:
     if last_user.startswith(BACKGROUND_MARKER):
         return "background"
     if SYSTEM_MARKER in str(body.get("instructions") or "").lower() or last_user.startswith(FOREGROUND_MARKER):
-        return "full" if body.get("tools") else "simple"
+        return "full"  # or "simple": told apart by Copilot's tools, which summarisation turns no longer carry
     return None
 
 

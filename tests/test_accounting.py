@@ -84,8 +84,15 @@ def summary_request(system: str | None, last_user: str) -> dict[str, Any]:
 )
 def test_summarisation_turns_may_not_call_tools(system: str | None, last_user: str, choice: str) -> None:
     body = summary_request(system, last_user)
-    assert body["tool_choice"] == choice
-    assert [t["name"] for t in body["tools"]] == ["read"]  # definitions stay: the history has tool calls
+    if choice == "none":  # sent without tools, the history's calls and results as text
+        assert "tools" not in body and "tool_choice" not in body
+        assert {i["type"] for i in body["input"]} == {"message"}
+        texts = [part["text"] for item in body["input"] for part in item["content"]]
+        assert "[called the tool read with {}]" in texts
+        assert "[the tool read returned]\nx" in texts
+    else:
+        assert body["tool_choice"] == choice
+        assert [t["name"] for t in body["tools"]] == ["read"]
 
 
 async def test_sidecar_calibrates_persists_and_learns_limits(gateway: FakeServer, tmp_path: Path) -> None:

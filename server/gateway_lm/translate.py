@@ -65,14 +65,15 @@ def build_request(
     instructions = collect_instructions(request.messages)
     if instructions:
         body["instructions"] = instructions
-    if request.tools:
+    if is_summarisation_turn(request.messages):
+        # Models asked to summarise sometimes call tools instead, and Copilot loops; and the request
+        # carries the whole history at the edge of the window, where the tool definitions (a third of
+        # a 44K window for Copilot's 40) push it over. So it goes without tools, its calls and results
+        # as text (Anthropic refuses tool calls in a history without their definitions).
+        body["input"] = as_transcript(body["input"])
+    elif request.tools:
         body["tools"] = [translate_tool(tool.name, tool.description, tool.inputSchema, names) for tool in request.tools]
         body["tool_choice"] = "required" if request.toolMode == TOOL_MODE_REQUIRED else "auto"
-        if is_summarisation_turn(request.messages):
-            # Models asked to summarise sometimes call tools instead, and Copilot loops. The
-            # definitions stay (Anthropic rejects a history of tool calls without them); the
-            # model is just not allowed to call any.
-            body["tool_choice"] = "none"
     body.update(options_from_settings(request.model, settings))
     # The setting's options for this model, then the caller's, each over what came before (rfcs/0007).
     model_options.apply(body, model_options.for_model(request.model, settings.modelOptions))
@@ -81,6 +82,30 @@ def build_request(
     if reasons or "reasoning" in body or any(i["type"] == "reasoning" for i in body["input"]):
         body["include"] = [ENCRYPTED_REASONING]
     return body
+
+
+def as_transcript(items: list[Item]) -> list[Item]:
+    """A history for a request without tools: each call and its result as text, reasoning left out."""
+    names = {i["call_id"]: i["name"] for i in items if i["type"] == "function_call"}
+    transcript: list[Item] = []
+    for item in items:
+        if item["type"] == "function_call":
+            text = f"[called the tool {item['name']} with {item['arguments']}]"
+            transcript.append(
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+            )
+        elif item["type"] == "function_call_output":
+            output = item["output"]
+            result = (
+                output
+                if isinstance(output, str)
+                else "\n".join(str(p.get("text", "")) for p in output if p.get("type") == "input_text")
+            )
+            text = f"[the tool {names.get(item['call_id'], 'call')} returned]\n{result}"
+            transcript.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+        elif item["type"] == "message":
+            transcript.append(item)
+    return transcript
 
 
 def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
