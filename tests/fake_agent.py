@@ -53,7 +53,7 @@ def summarisation_form(body: dict[str, Any]) -> str | None:
 
 
 def serve_agent_loop(h: Handler, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
-    from fake_gateway import call_events, fill_arguments, response_obj, text_events
+    from fake_gateway import call_events, fill_arguments, refuse_overflow, response_obj, text_events
 
     def completed(usage: dict[str, int]) -> dict[str, Any]:
         return {"type": "response.completed", "response": response_obj("completed", usage=usage)}
@@ -64,8 +64,7 @@ def serve_agent_loop(h: Handler, body: dict[str, Any], entry: dict[str, Any], cr
     entry["tools_callable"] = bool(body.get("tools")) and body.get("tool_choice") != "none"
     if real > INPUT_LIMIT:
         entry["overflow"] = True
-        message = f"prompt is too long: {real} tokens > {INPUT_LIMIT} maximum"
-        h._json(400, {"error": {"message": message, "type": "invalid_request_error"}})
+        refuse_overflow(h, real, INPUT_LIMIT)
         return
     h._start_stream()
     usage = {"input_tokens": real, "output_tokens": 40, "total_tokens": real + 40}

@@ -388,15 +388,7 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "overflow" or scenario.startswith("overflow:"):  # overflow:N names a limit of N tokens
         limit = int(scenario.partition(":")[2] or 200000)
-        body_text = json.dumps(
-            {
-                "error": {
-                    "message": f"prompt is too long: {limit + 10000} tokens > {limit} maximum",
-                    "type": "invalid_request_error",
-                }
-            }
-        )
-        h._raw(400, body_text.encode(), "application/json")
+        refuse_overflow(h, limit + 10000, limit)
         return
     if scenario.startswith("ratelimit-after:"):
         h._raw(429, ERRORS[429][0].encode(), "application/json", {"retry-after": scenario.partition(":")[2]})
@@ -556,6 +548,12 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     h._send(entry, [created, *text_events(ANSWER), completed()])
 
 
+def refuse_overflow(h: Handler, tokens: int, limit: int) -> None:
+    """A provider's context-overflow error, worded as Anthropic words it (the limit is in the text)."""
+    message = f"prompt is too long: {tokens} tokens > {limit} maximum"
+    h._json(400, {"error": {"message": message, "type": "invalid_request_error"}})
+
+
 def serve_tokenizer(h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any]) -> None:
     """`tokenizer[:FACTOR[:LIMIT[:SCENARIO]]]`: a provider whose tokenizer counts FACTOR (1.35) times
     o200k and which enforces a LIMIT on the input as it counts it (fake/tokenizer's window minus its
@@ -571,8 +569,7 @@ def serve_tokenizer(h: Handler, scenario: str, body: dict[str, Any], entry: dict
     reported = round(factor * count_request(body, str(body.get("model"))))
     entry["input_tokens"] = reported
     if reported > limit:
-        message = f"prompt is too long: {reported} tokens > {limit} maximum"
-        h._json(400, {"error": {"message": message, "type": "invalid_request_error"}})
+        refuse_overflow(h, reported, limit)
         return
     h.usage = {**USAGE, "input_tokens": reported, "total_tokens": reported + USAGE["output_tokens"]}
     h.usage["input_tokens_details"] = {"cached_tokens": 0}

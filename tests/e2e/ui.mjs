@@ -117,8 +117,13 @@ async function pickModel(name) {
 }
 
 /** The gateway's request log from entry `from` on. */
+/** Every request the fake gateway received, in order (its /_requests log). */
+async function gatewayRequests() {
+  return (await fetch(`${gateway}/_requests`)).json();
+}
+
 async function requestsSince(from) {
-  return (await (await fetch(`${gateway}/_requests`)).json()).slice(from);
+  return (await gatewayRequests()).slice(from);
 }
 
 /** A request to the gateway for `model` whose body (instructions or input) contains `text`, sent after entry `from`. */
@@ -161,7 +166,7 @@ async function send(text) {
 
 /** The requests our agent model received, as the fake gateway recorded them. */
 async function agentRequests() {
-  return (await (await fetch(`${gateway}/_requests`)).json()).filter((e) => e.body?.model === 'fake/agent-loop');
+  return (await gatewayRequests()).filter((e) => e.body?.model === 'fake/agent-loop');
 }
 
 /** What a summarisation fixture keeps of a request: its prompt text and tool names, never a key. */
@@ -259,7 +264,7 @@ try {
   });
 
   await step('key-from-secret-storage', async () => {
-    const log = await (await fetch(`${gateway}/_requests`)).json();
+    const log = await gatewayRequests();
     assert.ok(log.length > 0 && log.every((entry) => entry.authorization === `Bearer ${host.FAKE_KEY}`), 'every request carried the typed key');
   });
 
@@ -323,7 +328,7 @@ try {
     await send(`[scenario:strict-reasoning:${notes}] Read notes.txt twice`);
     await responses().last().getByText('Done after 2 tool calls.', { exact: false }).first().waitFor({ timeout: 120_000 });
     await responses().last().getByText('PINEAPPLE', { exact: false }).first().waitFor({ timeout: 10_000 });
-    const log = await (await fetch(`${gateway}/_requests`)).json();
+    const log = await gatewayRequests();
     const strict = log.filter((entry) => entry.scenario.startsWith('strict-reasoning'));
     assert.ok(strict.every((entry) => entry.body.include?.includes('reasoning.encrypted_content')));
     const kinds = strict
@@ -336,7 +341,6 @@ try {
   });
 
   // Issue 12, part 4: what a user sees when things go wrong.
-  const requests = async () => (await fetch(`${gateway}/_requests`)).json();
   const toastTexts = () => page.locator('.notifications-toasts .notification-toast').allInnerTexts();
 
   await step('error-shown-once', async () => {
@@ -352,12 +356,12 @@ try {
   });
 
   await step('rate-limit-retried', async () => {
-    const before = (await requests()).length;
+    const before = (await gatewayRequests()).length;
     await send('[scenario:flaky-429-1] Retry me quietly');
     const answer = responses().last();
     await answer.getByText('Hello from the fake gateway.', { exact: false }).first().waitFor({ timeout: 60_000 });
     assert.doesNotMatch(await answer.innerText(), /Sorry|Rate limit|429/, 'the user never sees the 429');
-    const tries = (await requests()).slice(before).filter((e) => e.scenario === 'flaky-429-1');
+    const tries = (await gatewayRequests()).slice(before).filter((e) => e.scenario === 'flaky-429-1');
     assert.equal(tries.length, 2, 'one 429 (retry-after: 0), then the answer');
   });
 
@@ -381,7 +385,7 @@ try {
     let entry;
     for (let i = 0; i < 50 && !entry?.client_closed_at; i++) {
       await page.waitForTimeout(100);
-      entry = (await requests()).findLast((e) => e.scenario === 'paced-3000-20');
+      entry = (await gatewayRequests()).findLast((e) => e.scenario === 'paced-3000-20');
     }
     const closedAfter = entry.client_closed_at - clickedAt;
     console.log(`ui: the gateway saw the stream closed ${Math.round(closedAfter * 1000)} ms after Stop was clicked`);
@@ -398,7 +402,7 @@ try {
   await step('spend-guard', async () => {
     await pickModel('Fake Pricey');
     const dialog = page.locator('.monaco-dialog-box');
-    const priceyRequests = async () => (await requests()).filter((e) => e.body?.model === 'fake/pricey').length;
+    const priceyRequests = async () => (await gatewayRequests()).filter((e) => e.body?.model === 'fake/pricey').length;
     const before = await priceyRequests();
     await send('[scenario:text] Is this worth it?');
     await dialog.getByText('This request will cost about', { exact: false }).first().waitFor({ timeout: 60_000 });
