@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway_lm.fit import CLEARED
 from gateway_lm.tokens import count_request
 
 if TYPE_CHECKING:
@@ -60,7 +61,8 @@ def serve_agent_loop(h: Handler, body: dict[str, Any], entry: dict[str, Any], cr
 
     real = round(count_request(body, "fake/agent-loop") * FACTOR)
     form = summarisation_form(body)
-    entry.update(real_input_tokens=real, input_limit=INPUT_LIMIT, summarisation=form)
+    cleared = sum(1 for i in body.get("input") or [] if isinstance(i, dict) and i.get("output") == CLEARED)
+    entry.update(real_input_tokens=real, input_limit=INPUT_LIMIT, summarisation=form, cleared=cleared)
     entry["tools_callable"] = bool(body.get("tools")) and body.get("tool_choice") != "none"
     if real > INPUT_LIMIT:
         entry["overflow"] = True

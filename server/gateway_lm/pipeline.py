@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from .adapt import StreamAdapter
 from .client import GatewayClient
 from .errors import GatewayError
+from .fit import InputLimit, fit_request, may_pass
 from .options import for_model
 from .protocol import ChatRequest, FinishReason, PartOut, Settings, UsagePart
 from .toolnames import ToolNameMap
@@ -31,11 +33,15 @@ async def stream_chat(
     api_key: str | None,
     outcome: ChatOutcome | None = None,
     reasons: bool = False,
+    limit: InputLimit | None = None,
 ) -> AsyncIterator[list[PartOut]]:
     """Batches of parts, one per network read that produced any. Raises GatewayError. `reasons`: the
-    catalogue says the model reasons (translate.build_request)."""
+    catalogue says the model reasons (translate.build_request); `limit`: the model's real input limit,
+    which the request is fitted into (fit.py)."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names, reasons)
+    if limit is not None and may_pass(body, limit):  # counting a large request holds no event loop
+        body = await asyncio.to_thread(fit_request, body, request.model, limit)
     headers = for_model(request.model, settings.modelOptions).extraHeaders
     if outcome is not None:
         outcome.body = body

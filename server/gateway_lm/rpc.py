@@ -19,6 +19,7 @@ from .budget import BudgetFactors
 from .client import GatewayClient
 from .counting import TokenService
 from .errors import GatewayError
+from .fit import InputLimit
 from .ledger import Ledger
 from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
@@ -193,7 +194,9 @@ class Sidecar:
             # Parts leave at once, or together with later ones while the previous write is pending.
             known = self.models.get(request.model)
             reasons = known is not None and known.reasoning
-            async for parts in stream_chat(request, self.settings, self.client, request.apiKey, outcome, reasons):
+            limit = None if known is None else InputLimit(known.maxInputTokens, self.accounting.factor(request.model))
+            chat = stream_chat(request, self.settings, self.client, request.apiKey, outcome, reasons, limit)
+            async for parts in chat:
                 self.outbox.post(request.requestId, parts)
         except asyncio.CancelledError:
             self.outbox.drop(request.requestId)

@@ -1,0 +1,86 @@
+"""The last guard before a request leaves: it must fit the model's real input limit (rfcs/0004, "Fitting a request").
+
+Copilot budgets a turn against the window the model had when the user sent it: it reads
+`maxInputTokens` once per turn, so a factor learned from the turn's first response moves the window
+only from the next turn on. On a model's first agent turn (no factor yet) Copilot can thus send a
+prompt the model's tokenizer makes too long, and the turn would fail with "Input is too long". Here
+such a request gives up the content of its oldest tool results, oldest first, until it fits, as
+providers' own context editing does; the newest results, which the model is working from, stay. A
+request that fits is sent untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from .tokens import count_request, count_text
+
+log = logging.getLogger(__name__)
+
+TRIM_ABOVE = 0.97  # of the limit: the request estimate is good to about ±3 % (rfcs/0004)
+TRIM_TO = 0.94  # leaves room for the next tool result before trimming again
+KEEP_NEWEST = 2  # tool results the model is working from right now
+CLEARED = "[This tool result was cleared to keep the conversation within the model's context window.]"
+
+
+@dataclass(frozen=True)
+class InputLimit:
+    tokens: int  # the model's real input limit (listed, or learned from an overflow error)
+    factor: float  # the model's tokens per estimated o200k token (accounting.py)
+
+
+def fit_request(body: dict[str, Any], model: str, limit: InputLimit) -> dict[str, Any]:
+    """`body`, or a copy whose oldest tool results are cleared so that it fits `limit`."""
+    if not may_pass(body, limit):
+        return body
+    estimate = limit.factor * count_request(body, model)
+    if estimate <= TRIM_ABOVE * limit.tokens:
+        return body
+    items = body.get("input")
+    if not isinstance(items, list):
+        return body
+    outputs = [i for i, item in enumerate(items) if _is_tool_result(item)][: -KEEP_NEWEST or None]
+    fitted = list(items)
+    cleared = 0
+    for index in outputs:
+        if estimate <= TRIM_TO * limit.tokens:
+            break
+        freed = count_text(model, _output_text(items[index])) - count_text(model, CLEARED)
+        if freed <= 0:
+            continue
+        fitted[index] = {**items[index], "output": CLEARED}
+        estimate -= limit.factor * freed
+        cleared += 1
+    if not cleared:
+        return body
+    log.info(
+        "%s: cleared the %d oldest tool result(s) so the request fits its %d-token input limit (now about %d)",
+        model,
+        cleared,
+        limit.tokens,
+        estimate,
+    )
+    return {**body, "input": fitted}
+
+
+def may_pass(body: dict[str, Any], limit: InputLimit) -> bool:
+    """Whether the request could pass the trimming threshold at all: a cheap bound before counting.
+    A byte-level BPE token is at least one byte of text, and ASCII-escaped JSON has at least as many
+    characters as the UTF-8 bytes of the text in it, so its length bounds the count from above."""
+    return limit.factor * len(json.dumps(body)) > TRIM_ABOVE * limit.tokens
+
+
+def _is_tool_result(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "function_call_output"
+
+
+def _output_text(item: dict[str, Any]) -> str:
+    output = item.get("output")
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "".join(str(p.get("text") or "") for p in output if isinstance(p, dict))
+    return ""

@@ -1,0 +1,120 @@
+"""A request fitted into the model's real input limit (issue 12, part 2; rfcs/0004, "Fitting a request").
+
+Copilot reads a model's window once per user turn, so on a model's first agent turn it budgets with
+the window it had before any factor was learned and can send a prompt that the model's tokenizer
+makes too long. The real sidecar, against the fake gateway's `fake/agent-loop` (a 1.35× tokenizer
+with its 44,000-token limit enforced), must send such a request with its oldest tool results cleared
+rather than fail the turn, and leave a request that fits untouched."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from fake_agent import INPUT_LIMIT
+from fake_gateway import FakeServer
+from gateway_lm.fit import CLEARED, KEEP_NEWEST, InputLimit, fit_request
+from gateway_lm.tokens import count_request
+from sidecar_client import Sidecar
+
+MODEL = "fake/agent-loop"
+TOOLS = [{"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object"}}]
+FILE = "".join(f"def step_{i}(value: int) -> int:\n    return value * {i}\n" for i in range(400))  # ~6,000 tokens
+
+
+@pytest.fixture
+async def sidecar(gateway: FakeServer) -> AsyncIterator[Sidecar]:
+    side = Sidecar()
+    await side.start(gateway.base_url, {"logLevel": "debug"})
+    await side.request("gateway/models", {})  # the model's listed limit
+    yield side
+    await side.stop()
+
+
+def conversation(reads: int) -> list[dict[str, Any]]:
+    """A user asking to read files, and `reads` read_file rounds, as VS Code hands them over."""
+    messages: list[dict[str, Any]] = [
+        {"role": 1, "name": None, "content": [{"type": "text", "value": "Read the files."}]}
+    ]
+    for n in range(reads):
+        call = {"type": "toolCall", "callId": f"call_{n}", "name": "read_file", "input": {"filePath": f"part-{n}.txt"}}
+        result = {"type": "toolResult", "callId": f"call_{n}", "content": [{"type": "text", "value": f"{n}\n{FILE}"}]}
+        messages += [{"role": 2, "name": None, "content": [call]}, {"role": 1, "name": None, "content": [result]}]
+    return messages
+
+
+async def chat(sidecar: Sidecar, rid: str, reads: int) -> Any:
+    params = {"requestId": rid, "model": MODEL, "messages": conversation(reads), "tools": TOOLS}
+    return await sidecar.request("gateway/chat", params)
+
+
+async def learn_the_factor(sidecar: Sidecar) -> None:
+    """The turn's first response teaches the sidecar the model's 1.35× factor (off the answer's path)."""
+    await chat(sidecar, "warm", 1)
+    for _ in range(200):
+        if any(f"calibration for {MODEL}" in message for _, message in sidecar.logs):
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError("the sidecar learned no factor")
+
+
+async def test_a_request_past_the_real_limit_is_sent_with_its_oldest_tool_results_cleared(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    await learn_the_factor(sidecar)
+
+    result = await chat(sidecar, "long", 6)  # ~6 × 6,000 o200k tokens: ~50,000 real, past 44,000
+
+    sent = gateway.gateway.requests[-1]
+    assert result["finishReason"] in ("stop", "toolCalls")
+    assert not sent.get("overflow") and sent["real_input_tokens"] <= INPUT_LIMIT
+    outputs = [item["output"] for item in sent["body"]["input"] if item.get("type") == "function_call_output"]
+    assert outputs[0] == CLEARED  # the oldest gave way
+    assert all(FILE in output for output in outputs[-KEEP_NEWEST:])  # the model's newest results stayed
+    assert sent["real_input_tokens"] > 0.85 * INPUT_LIMIT  # no more was cleared than needed
+
+
+async def test_a_request_that_fits_is_sent_untouched(sidecar: Sidecar, gateway: FakeServer) -> None:
+    await learn_the_factor(sidecar)
+    await chat(sidecar, "fits", 4)  # ~36,000 real tokens
+    outputs = [
+        item["output"]
+        for item in gateway.gateway.requests[-1]["body"]["input"]
+        if item.get("type") == "function_call_output"
+    ]
+    assert len(outputs) == 4 and CLEARED not in outputs
+
+
+def body_with_outputs(texts: list[str]) -> dict[str, Any]:
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "Read them."}]
+    for n, text in enumerate(texts):
+        items += [
+            {"type": "function_call", "call_id": f"c{n}", "name": "read_file", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{n}", "output": text},
+        ]
+    return {"model": MODEL, "input": items}
+
+
+def test_fitting_clears_oldest_first_and_never_the_newest() -> None:
+    body = body_with_outputs([FILE] * 5)
+    size = count_request(body, MODEL)
+    fitted = fit_request(body, MODEL, InputLimit(tokens=int(size * 0.7), factor=1.0))
+    outputs = [i["output"] for i in fitted["input"] if i["type"] == "function_call_output"]
+    assert outputs[:2] == [CLEARED, CLEARED] and outputs[2:] == [FILE] * 3
+    assert count_request(fitted, MODEL) <= 0.94 * size * 0.7
+    assert [i["output"] for i in body["input"] if i["type"] == "function_call_output"] == [FILE] * 5  # not mutated
+
+    # Nothing older than the newest results to clear: sent as it is, for the gateway to judge.
+    tight = fit_request(body, MODEL, InputLimit(tokens=size // 10, factor=1.0))
+    assert [i["output"] for i in tight["input"] if i["type"] == "function_call_output"][-KEEP_NEWEST:] == [FILE] * 2
+
+
+def test_the_factor_decides_whether_it_fits() -> None:
+    body = body_with_outputs([FILE] * 4)
+    size = count_request(body, MODEL)
+    limit = round(size / 0.96)  # fits with room to spare, as o200k counts it
+    assert fit_request(body, MODEL, InputLimit(tokens=limit, factor=1.0)) is body
+    assert fit_request(body, MODEL, InputLimit(tokens=limit, factor=1.35)) is not body
