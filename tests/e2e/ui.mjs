@@ -452,7 +452,10 @@ try {
       .getByText(/I have read all 14 files\.|prompt is too long/)
       .first()
       .waitFor({ timeout: 360_000 });
+    // The first Enter takes the slash command's completion, the second sends it.
     await send('/compact');
+    await page.waitForTimeout(500);
+    await page.keyboard.press('Enter');
     const deadline = Date.now() + 120_000;
     while (!(await agentRequests()).some((e) => e.summarisation === 'full') && Date.now() < deadline) await page.waitForTimeout(1_000);
     const log = await agentRequests();
@@ -475,6 +478,7 @@ try {
     const before = log.slice(0, first).filter((e) => !e.summarisation);
     assert.ok(first > 0 && before.at(-1).real_input_tokens >= 0.75 * before.at(-1).input_limit, 'no compaction far before the limit');
     const summaries = log.filter((e) => e.summarisation);
+    assert.ok(summaries.some((e) => e.summarisation === 'full'), '/compact sent the full summarisation request');
     assert.ok(
       summaries.some((e) => e.summarisation === 'background' || e.summarisation === 'full'),
       'Copilot compacted',
