@@ -39,7 +39,12 @@ MODEL = {
 SYSTEM_MARKER = "create a comprehensive, detailed summary"
 BACKGROUND_MARKER = "the conversation has grown too large for the context window and must be compacted now"
 FOREGROUND_MARKER = "summarize the conversation history"
-_FILES_MARKER = re.compile(r"\[files:([^\]]+)\]")
+_FILES_MARKER = re.compile(r"\[(files|batch):([^\]]+)\]")
+# Per series: files read per response, and in all. "files" grows the prompt one file a turn, so
+# Copilot's background compaction comes first; "batch" reads three at once, so one turn jumps past
+# Copilot's budget before the background threshold is reached and Copilot summarises in the
+# foreground (its simple form).
+SERIES = {"files": (1, FILES), "batch": (3, 6)}
 
 
 def summarisation_form(body: dict[str, Any]) -> str | None:
@@ -75,27 +80,33 @@ def serve_agent_loop(h: Handler, body: dict[str, Any], entry: dict[str, Any], cr
         h._send(entry, [created, *text_events([summary]), completed(usage)])
         return
     state = h.server.gateway
-    folder = _files_folder(body)
+    series, folder = _files_folder(body)
     if folder is not None:
-        state.agent_folder = folder
-    reads = state.bump("agent-loop-reads") - 1
+        state.agent_series = series, folder
+    series, folder = getattr(state, "agent_series", (series, folder))  # the marker may be summarised away
+    per_response, total = SERIES[series]
+    done = state.bump(f"agent-{series}-reads", per_response) - per_response  # files asked for before this
     tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
     tool = next((t for t in tools if "read" in str(t.get("name")) and "file" in str(t.get("name"))), None)
-    if reads >= FILES or tool is None or getattr(state, "agent_folder", None) is None:
-        h._send(entry, [created, *text_events([f"I have read all {FILES} files."]), completed(usage)])
+    if done >= total or tool is None or folder is None:
+        h._send(entry, [created, *text_events([f"I have read all {total} files."]), completed(usage)])
         return
-    path = str(Path(state.agent_folder) / f"part-{reads + 1:02d}.txt")
-    arguments = json.dumps({**fill_arguments(tool.get("parameters") or {}, path), "startLine": 1, "endLine": 400})
-    h._send(entry, [created, *call_events(f"call_read_{reads + 1}", str(tool["name"]), arguments), completed(usage)])
+    calls = []
+    for n in range(done + 1, min(done + per_response, total) + 1):
+        path = str(Path(folder) / f"part-{n:02d}.txt")
+        arguments = json.dumps({**fill_arguments(tool.get("parameters") or {}, path), "startLine": 1, "endLine": 400})
+        calls += call_events(f"call_{series}_{n}", str(tool["name"]), arguments, index=len(calls) // 5)
+    h._send(entry, [created, *calls, completed(usage)])
 
 
-def _files_folder(body: dict[str, Any]) -> str | None:
+def _files_folder(body: dict[str, Any]) -> tuple[str, str | None]:
+    """Which series of reads the user asked for, and the folder, from the marker in their message."""
     for item in body.get("input") or []:
         if isinstance(item, dict) and item.get("role") == "user":
             match = _FILES_MARKER.search(_text(item))
             if match:
-                return match.group(1)
-    return None
+                return match.group(1), match.group(2)
+    return "files", None
 
 
 def _text(item: dict[str, Any]) -> str:

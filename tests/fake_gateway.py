@@ -205,9 +205,9 @@ class Gateway:
             self.requests.append(entry)
         return entry
 
-    def bump(self, key: str) -> int:
+    def bump(self, key: str, by: int = 1) -> int:
         with self.lock:
-            self.counters[key] = self.counters.get(key, 0) + 1
+            self.counters[key] = self.counters.get(key, 0) + by
             return self.counters[key]
 
 

@@ -488,6 +488,26 @@ try {
       'no summarisation request could call a tool',
     );
   });
+
+  // Copilot's third summarisation form: one turn that jumps past its budget before the background
+  // threshold is reached (three files read at once) is summarised in the foreground, simple form.
+  await step('foreground-summary', async () => {
+    await runCommand('Chat: New Chat');
+    const before = (await agentRequests()).length;
+    await send(`Read the files part-01.txt to part-06.txt in [batch:${path.join(dirs.ws, 'parts')}], three at a time.`);
+    await responses()
+      .last()
+      .getByText(/I have read all 6 files\.|prompt is too long/)
+      .first()
+      .waitFor({ timeout: 240_000 });
+    const log = (await agentRequests()).slice(before);
+    fs.writeFileSync(path.join(artifacts, 'ui-foreground-summary-requests.json'), JSON.stringify(log.map(captured), null, 1));
+    for (const e of log) console.log(`ui: agent request: ${e.real_input_tokens} real tokens${e.summarisation ? ` summarisation=${e.summarisation}` : ''}${e.overflow ? ' OVERFLOW' : ''}`);
+    assert.deepEqual(log.filter((e) => e.overflow).map((e) => e.real_input_tokens), [], 'no request went over the real limit');
+    const summaries = log.filter((e) => e.summarisation);
+    assert.ok(summaries.length > 0, 'Copilot summarised in the foreground');
+    assert.ok(summaries.every((e) => !e.tools_callable), 'no summarisation request could call a tool');
+  });
 } catch (error) {
   failed = 1;
   failure = `ui: not ok - step ${steps.length + 1} failed: ${error.stack ?? error}`;
