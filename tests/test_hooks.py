@@ -18,7 +18,7 @@ import tiktoken
 from pygls.io_ import StdoutWriter
 from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
-from gateway_lm.httpx_sse_hooks import SSEDecoder, SSELineDecoder
+from gateway_lm.httpx_sse_hooks import SSELineDecoder
 from gateway_lm.pygls_hooks import stop_event
 from gateway_lm.rpc import build_server
 from gateway_lm.tiktoken_hooks import encoding_spec, without_python_ranks
@@ -74,16 +74,12 @@ def test_pygls_shutdown_sets_the_stop_event_our_loop_watches() -> None:
 
 
 def test_httpx_sse_decoders_and_the_unfinished_line() -> None:
-    """`_decoders.SSELineDecoder` (its `buffer`: the line not finished yet) and `SSEDecoder`."""
+    """`_decoders.SSELineDecoder` and its `buffer`: the line not finished yet."""
     lines = SSELineDecoder()
     assert lines.decode('data: {"a"') == []
     assert "".join(lines.buffer) == 'data: {"a"'
     assert lines.decode(": 1}\n\ndata: tail") == ['data: {"a": 1}', ""]
     assert "".join(lines.buffer) == "data: tail"
-    events = SSEDecoder()
-    assert events.decode('data: {"a": 1}') is None
-    event = events.decode("")
-    assert event is not None and event.json() == {"a": 1}
 
 
 # ---- tiktoken ----

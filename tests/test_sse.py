@@ -1,10 +1,14 @@
-"""The SSE framer's own bounds: one event's size, and a byte-order mark before a field."""
+"""The SSE framer: the events httpx-sse's own event decoder gives, however the stream is cut; and its
+own bounds: one event's size, and a byte-order mark before a field."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway_lm.errors import GatewayError
 from gateway_lm.sse import MAX_EVENT, SSEFramer, parse_event
@@ -50,3 +54,54 @@ def test_a_bigger_event_stops_the_stream_once_past_the_cap(piece: bytes) -> None
             fed += len(piece)
     assert raised.value.kind == "protocol" and f"{MAX_EVENT >> 20} MiB" in raised.value.message
     assert fed <= MAX_EVENT + len(piece)
+
+
+# Lines a gateway, a proxy or a broken server may send: every field the spec knows, fields it does
+# not, lines without a colon, comments, blank lines (event ends), values with and without the space.
+FIELD_LINES = st.sampled_from(
+    [
+        'data: {"type": "a"}',
+        'data:{"type":"b"}',
+        "data:  two spaces",
+        "data",
+        "data:",
+        "event: response.output_text.delta",
+        "event:x",
+        "event",
+        "id: 7",
+        "retry: 10",
+        ": keep-alive",
+        "database: not data",
+        "eventually: not event",
+        "\ufeffdata: after a BOM",
+        "",
+        "",
+    ]
+)
+NEWLINES = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+def reference(text: str) -> list[tuple[str, str]]:
+    """httpx-sse's event decoder over httpx-sse's line decoder, as `aiter_sse()` drives them."""
+    lines = SSELineDecoder()
+    decoder = SSEDecoder()
+    found = []
+    for line in [*lines.decode(text), *lines.flush(), ""]:
+        event = decoder.decode(line[1:] if line.startswith("\ufeff") else line)
+        if event is not None and event.data:
+            found.append((event.event, event.data))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(FIELD_LINES, NEWLINES), max_size=40), st.lists(st.integers(1, 40), max_size=20))
+def test_the_events_are_httpx_sses_however_the_stream_is_cut(lines: list[tuple[str, str]], cuts: list[int]) -> None:
+    body = "".join(line + newline for line, newline in lines).encode()
+    framer = SSEFramer()
+    found, start = [], 0
+    for size in cuts:
+        found += framer.feed(body[start : start + size])
+        start += size
+    found += framer.feed(body[start:]) + framer.close()
+    ours = [(name or "message", data) for name, data in found if data]
+    assert ours == reference(body.decode())

@@ -21,7 +21,6 @@ from typing import Any
 
 import anyio
 import httpx
-from httpx_sse import ServerSentEvent
 
 from .deadline import Deadline
 from .errors import (
@@ -34,7 +33,7 @@ from .errors import (
 )
 from .network import Route, route
 from .protocol import Settings
-from .sse import DONE, SSEFramer, parse_event
+from .sse import DONE, Event, SSEFramer, parse_event
 from .transport import AiohttpTransport
 
 log = logging.getLogger("gateway_lm.client")
@@ -188,7 +187,7 @@ class GatewayClient:
             raise self._undecodable(response) from None
 
     @staticmethod
-    def _parse(sses: list[ServerSentEvent]) -> tuple[list[dict[str, Any]], bool]:
+    def _parse(sses: list[Event]) -> tuple[list[dict[str, Any]], bool]:
         events: list[dict[str, Any]] = []
         for sse in sses:
             event = parse_event(sse)
@@ -196,8 +195,8 @@ class GatewayClient:
                 return events, True
             if isinstance(event, dict):
                 events.append(event)
-            elif sse.data:
-                log.warning("ignored an event that is not a JSON object (%d bytes)", len(sse.data))
+            elif sse[1]:
+                log.warning("ignored an event that is not a JSON object (%d bytes)", len(sse[1]))
         return events, False
 
     def _transport_error(self, exc: httpx.TransportError) -> GatewayError:

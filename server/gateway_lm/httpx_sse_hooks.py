@@ -2,14 +2,13 @@
 
 rfcs/0005-performance.md, "Private hooks", lists them with why and the test that guards them
 (tests/test_hooks.py): check that list before moving httpx-sse to another version.
-- `httpx_sse._decoders.SSELineDecoder` and `SSEDecoder`: the line and event decoders that
-  `EventSource.aiter_sse()` drives through four nested async generators; sse.py feeds them one
-  network read at a time instead.
+- `httpx_sse._decoders.SSELineDecoder`: the line decoder that `EventSource.aiter_sse()` drives
+  through four nested async generators; sse.py feeds it one network read at a time instead.
 - `SSELineDecoder.buffer`: the pieces of the line not finished yet, which sse.py bounds (MAX_EVENT).
 """
 
 from __future__ import annotations
 
-from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+from httpx_sse._decoders import SSELineDecoder
 
-__all__ = ["SSEDecoder", "SSELineDecoder"]
+__all__ = ["SSELineDecoder"]

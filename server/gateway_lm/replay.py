@@ -22,7 +22,7 @@ def events_from_recording(body: bytes) -> Iterator[Any]:
         event = parse_event(sse)
         if event is DONE:
             return
-        if sse.data:
+        if sse[1]:  # its data
             yield event
 
 
