@@ -100,8 +100,9 @@ def serve_agent_loop(h: Handler, body: dict[str, Any], entry: dict[str, Any], cr
 
 
 def _files_folder(body: dict[str, Any]) -> tuple[str, str | None]:
-    """Which series of reads the user asked for, and the folder, from the marker in their message."""
-    for item in body.get("input") or []:
+    """Which series of reads the user asked for, and the folder, from the marker in their latest message
+    that has one."""
+    for item in reversed(body.get("input") or []):
         if isinstance(item, dict) and item.get("role") == "user":
             match = _FILES_MARKER.search(_text(item))
             if match:

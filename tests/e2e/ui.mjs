@@ -491,8 +491,8 @@ try {
 
   // Copilot's third summarisation form: one turn that jumps past its budget before the background
   // threshold is reached (three files read at once) is summarised in the foreground, simple form.
+  // In the same chat: after /compact its history is a summary, far below Copilot's budget.
   await step('foreground-summary', async () => {
-    await runCommand('Chat: New Chat');
     const before = (await agentRequests()).length;
     await send(`Read the files part-01.txt to part-06.txt in [batch:${path.join(dirs.ws, 'parts')}], three at a time.`);
     await responses()
