@@ -129,6 +129,7 @@ export async function tokenRows(gateway) {
     await sleep(TYPING_PAUSE_MS);
     const baseline = new InProcess(encoder);
     const a = await copilotWalk(ours(ext.provider), tools, messages);
+    await sleep(TYPING_PAUSE_MS);
     const b = await copilotWalk(theirs(baseline), tools, messages);
     first.ours.push(a.ms);
     first.base.push(b.ms);
@@ -148,7 +149,9 @@ export async function tokenRows(gateway) {
     const ext = await activate(dir, gateway);
     await sleep(TYPING_PAUSE_MS);
     const a = await copilotWalk(ours(ext.provider), tools, messages);
-    const b = await copilotWalk(theirs(new InProcess(encoder, saved[0])), tools, messages);
+    const restored = new InProcess(encoder, saved[0]);
+    await sleep(TYPING_PAUSE_MS); // the same pause before each: a walk right after another finds the CPU warm
+    const b = await copilotWalk(theirs(restored), tools, messages);
     restart.ours.push(a.ms);
     restart.base.push(b.ms);
     exact &&= a.strings === b.strings;

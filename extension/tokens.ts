@@ -24,6 +24,10 @@ export class TokenCounter {
   // again is the same object, whose hash V8 keeps; a concatenated key is hashed afresh each time
   // (5× the cost of a warm walk).
   private readonly memo = new Map<string, Map<string, number>>();
+  // The model asked about last and its counts: a walk asks about one model thousands of times, and
+  // comparing the id (the same string object each time) costs less than hashing it into `memo`.
+  private lastModel = '';
+  private lastCounts: Map<string, number> | undefined;
   private entries = 0;
   private persisted = new Map<string, number>(); // sha1 of `model NUL text` → exact count, from disk
   private readonly public = new Set<string>(); // `model NUL text` of tool strings: safe to keep as plain text
@@ -42,7 +46,15 @@ export class TokenCounter {
 
   /** The count when it is known (memory or disk), without asking the sidecar. */
   known(model: string, text: string): number | undefined {
-    return this.memo.get(model)?.get(text) ?? this.fromDisk(model, text);
+    return this.countsOf(model)?.get(text) ?? this.fromDisk(model, text);
+  }
+
+  private countsOf(model: string): Map<string, number> | undefined {
+    if (model !== this.lastModel) {
+      this.lastModel = model;
+      this.lastCounts = this.memo.get(model);
+    }
+    return this.lastCounts;
   }
 
   count(model: string, item: string | MessageIn): Promise<number> {
@@ -185,7 +197,10 @@ export class TokenCounter {
 
   private remember(model: string, text: string, count: number, fresh: boolean): void {
     let counts = this.memo.get(model);
-    if (!counts) this.memo.set(model, (counts = new Map<string, number>()));
+    if (!counts) {
+      this.memo.set(model, (counts = new Map<string, number>()));
+      if (model === this.lastModel) this.lastCounts = counts;
+    }
     if (!counts.has(text)) {
       if (this.entries >= this.capacity) this.forgetOldest();
       this.entries++;

@@ -32,6 +32,19 @@ test('misses asked together go in one request; repeats are answered from memory'
   assert.equal(calls.length, 2, 'counts are per model');
 });
 
+test('a known count is found whichever model was asked about last, before and after it was learned', async () => {
+  const { rpc } = countingRpc();
+  const counter = new TokenCounter(rpc);
+  assert.equal(counter.known('m', 'abc'), undefined); // remembered as the last model, with no counts yet
+  assert.equal(await counter.count('m', 'abc'), 3);
+  assert.equal(counter.known('m', 'abc'), 3, 'the counts learned after the last lookup are found');
+  assert.equal(counter.known('other-model', 'abc'), undefined);
+  assert.equal(await counter.count('other-model', 'abcd'), 4);
+  assert.equal(counter.known('m', 'abc'), 3);
+  assert.equal(counter.known('other-model', 'abc'), undefined, 'counts stay per model');
+  assert.equal(counter.known('other-model', 'abcd'), 4);
+});
+
 test('a failed batch rejects its callers and is not remembered', async () => {
   let fail = true;
   const rpc: Rpc = {
