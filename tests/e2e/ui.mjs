@@ -476,7 +476,13 @@ try {
     );
     const first = log.findIndex((e) => e.summarisation);
     const before = log.slice(0, first).filter((e) => !e.summarisation);
-    assert.ok(first > 0 && before.at(-1).real_input_tokens >= 0.75 * before.at(-1).input_limit, 'no compaction far before the limit');
+    assert.ok(first > 0 && before.at(-1).real_input_tokens >= 0.75 * before.at(-1).input_limit, 'no summary started far before the limit');
+    // The history shrinks where Copilot applies the summary: the last turn before that was past 85 %.
+    const turns = log.filter((e) => !e.summarisation);
+    const shrunk = turns.findIndex((e, i) => i > 0 && e.real_input_tokens < turns[i - 1].real_input_tokens);
+    const fullest = turns[shrunk - 1];
+    console.log(`ui: the history was compacted after a turn at ${((100 * fullest.real_input_tokens) / fullest.input_limit).toFixed(1)}% of the limit`);
+    assert.ok(shrunk > 0 && fullest.real_input_tokens >= 0.85 * fullest.input_limit, 'no compaction before 85 % of the real limit');
     const summaries = log.filter((e) => e.summarisation);
     assert.ok(summaries.some((e) => e.summarisation === 'full'), '/compact sent the full summarisation request');
     assert.ok(
