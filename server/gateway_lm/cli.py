@@ -137,7 +137,7 @@ def run_count(args: argparse.Namespace, out: Output) -> None:
 
 
 def run_serve(args: argparse.Namespace, out: Output) -> None:
-    from .rpc import serve
+    from .serve import serve
 
     serve()
 

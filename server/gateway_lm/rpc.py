@@ -1,14 +1,14 @@
-"""`gateway-lm serve`: the JSON-RPC sidecar (pygls over stdio). Contract: rfcs/0003-rpc-contract.md."""
+"""The sidecar's JSON-RPC methods on a pygls server; `serve.py` runs it on stdio.
+
+Contract: rfcs/0003-rpc-contract.md."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
-import anyio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
@@ -23,7 +23,7 @@ from .fit import InputLimit
 from .ledger import Ledger
 from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
-from .outbox import Outbox, stdout_writer
+from .outbox import Outbox
 from .params import (
     INVALID_PARAMS,
     ChatParams,
@@ -39,8 +39,7 @@ from .params import (
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
 from .protocol import Settings, describe_problems, secrets_of, updated_settings
-from .pygls_hooks import WireProtocol, stop_event
-from .stdio import serve_stdin
+from .pygls_hooks import WireProtocol
 from .tokens import count_request
 
 if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of serving
@@ -296,32 +295,3 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
     server.feature("gateway/credits")(rpc_errors(sidecar.redact, sidecar.credits))
     server.feature("gateway/usage")(rpc_errors(sidecar.redact, sidecar.ledger.usage))
     return server, sidecar
-
-
-def serve() -> None:
-    rpc_out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # a stray print must never corrupt the JSON-RPC stream
-    configure(logging.StreamHandler(sys.stderr), "info")
-    server, sidecar = build_server()
-    try:
-        asyncio.run(_serve_stdio(server, sidecar, rpc_out))
-    except (BrokenPipeError, KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        server.shutdown()  # type: ignore[no-untyped-call]
-
-
-async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: BinaryIO) -> None:
-    """Our message loop (stdio.py) on an asyncio pipe reader, and a non-blocking writer (outbox.py).
-    pygls' own stdin reader hands every read to a thread pool, which doubles the cost of each small
-    request (a token count) (rfcs/0005)."""
-    loop = asyncio.get_running_loop()
-    anyio.current_time()  # loads anyio's asyncio backend (~25 ms) now, not under the first chat's deadline
-    reader = asyncio.StreamReader(limit=1 << 20)  # stdin pauses past 2 MiB unread: memory stays bounded under load
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-    stop = stop_event(server)
-    writer = await stdout_writer(rpc_out)
-    sidecar.protocol.set_writer(writer)
-    sidecar.outbox.attach(writer)
-    direct = {"gateway/countTokens": sidecar.count_tokens_now}
-    await serve_stdin(reader, sidecar.protocol, stop, direct)  # framing that survives bad input

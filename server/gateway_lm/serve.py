@@ -1,0 +1,46 @@
+"""`gateway-lm serve`: the sidecar on stdio — our message loop on an asyncio pipe reader, and a
+non-blocking writer. pygls' own stdin reader hands every read to a thread pool, which doubles the cost
+of each small request (a token count) (rfcs/0005)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import BinaryIO
+
+import anyio
+from pygls.lsp.server import LanguageServer
+
+from .logs import configure
+from .outbox import stdout_writer
+from .pygls_hooks import stop_event
+from .rpc import Sidecar, build_server
+from .stdio import serve_stdin
+
+
+def serve() -> None:
+    rpc_out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must never corrupt the JSON-RPC stream
+    configure(logging.StreamHandler(sys.stderr), "info")
+    server, sidecar = build_server()
+    try:
+        asyncio.run(_serve_stdio(server, sidecar, rpc_out))
+    except (BrokenPipeError, KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
+
+
+async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: BinaryIO) -> None:
+    """Our message loop (stdio.py) on an asyncio pipe reader, and a non-blocking writer (outbox.py)."""
+    loop = asyncio.get_running_loop()
+    anyio.current_time()  # loads anyio's asyncio backend (~25 ms) now, not under the first chat's deadline
+    reader = asyncio.StreamReader(limit=1 << 20)  # stdin pauses past 2 MiB unread: memory stays bounded under load
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    stop = stop_event(server)
+    writer = await stdout_writer(rpc_out)
+    sidecar.protocol.set_writer(writer)
+    sidecar.outbox.attach(writer)
+    direct = {"gateway/countTokens": sidecar.count_tokens_now}
+    await serve_stdin(reader, sidecar.protocol, stop, direct)  # framing that survives bad input
