@@ -66,6 +66,12 @@ def fit_request(body: dict[str, Any], model: str, limit: InputLimit) -> dict[str
     return {**body, "input": fitted}
 
 
+def has_tool_results(body: dict[str, Any]) -> bool:
+    """Whether fitting could clear anything: only a request with tool results can be fitted."""
+    items = body.get("input")
+    return isinstance(items, list) and any(_is_tool_result(item) for item in items)
+
+
 def may_pass(body: dict[str, Any], limit: InputLimit) -> bool:
     """Whether the request could pass the trimming threshold at all: a cheap bound before counting.
     A byte-level BPE token is at least one byte of text, and ASCII-escaped JSON has at least as many

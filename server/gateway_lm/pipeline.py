@@ -10,7 +10,7 @@ from typing import Any
 from .adapt import StreamAdapter
 from .client import GatewayClient
 from .errors import GatewayError
-from .fit import InputLimit, fit_request, may_pass
+from .fit import InputLimit, fit_request, has_tool_results
 from .options import for_model
 from .protocol import ChatRequest, FinishReason, PartOut, Settings, UsagePart
 from .toolnames import ToolNameMap
@@ -40,7 +40,7 @@ async def stream_chat(
     which the request is fitted into (fit.py)."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names, reasons)
-    if limit is not None and may_pass(body, limit):  # counting a large request holds no event loop
+    if limit is not None and has_tool_results(body):  # serialising and counting it hold no event loop
         body = await asyncio.to_thread(fit_request, body, request.model, limit)
     headers = for_model(request.model, settings.modelOptions).extraHeaders
     if outcome is not None:
