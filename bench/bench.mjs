@@ -3,7 +3,7 @@
 // HTTP chunk — beside in-process baselines measured in the same run. Prints one table
 // (rfcs/0005-performance.md explains each row).
 import * as os from 'node:os';
-import { activate, rssMb, startGateway, storageDir } from './host.mjs';
+import { activate, median, rssMb, startGateway, storageDir } from './host.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
 import { accuracyRows, tokenRows } from './tokens.mjs';
 
@@ -24,11 +24,19 @@ async function section(name, run) {
 
 await section('tokens', () => tokenRows(gateway));
 if (!only || only !== 'tokens') {
-  const started = performance.now();
-  const ext = await activate(storageDir(), gateway);
-  const startMs = performance.now() - started;
+  // Five activations on fresh storage (one is at the mercy of whatever the machine did just before);
+  // the last stays up for the sections below.
+  const starts = [];
+  let ext;
+  for (let i = 0; i < 5; i++) {
+    if (ext) await ext.deactivate();
+    const started = performance.now();
+    ext = await activate(storageDir(), gateway);
+    starts.push(performance.now() - started);
+  }
+  const startMs = median(starts);
   rows.push({
-    metric: 'activate() → sidecar started → model list answered',
+    metric: 'activate() → sidecar started → model list answered (median of 5)',
     value: `${(startMs / 1000).toFixed(2)} s`,
     target: '≤ 1.0 s',
     ok: startMs <= 1000,
