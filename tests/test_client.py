@@ -15,7 +15,8 @@ from gateway_lm.client import MAX_REPORTED_RETRY_AFTER, GatewayClient, parse_ret
 from gateway_lm.errors import GatewayError
 from gateway_lm.models import catalogue
 from gateway_lm.pipeline import ChatOutcome, stream_chat
-from gateway_lm.protocol import ChatRequest, Settings
+from gateway_lm.protocol import ChatRequest
+from gateway_lm.settings import Settings
 
 USER = [{"role": 1, "content": [{"type": "text", "value": "hi"}]}]
 

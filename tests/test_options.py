@@ -14,7 +14,8 @@ from gateway_lm.client import GatewayClient
 from gateway_lm.errors import GatewayError
 from gateway_lm.options import ModelOptions, for_model, valid_model_options
 from gateway_lm.pipeline import stream_chat
-from gateway_lm.protocol import ChatRequest, Settings, describe_problems, updated_settings
+from gateway_lm.protocol import ChatRequest
+from gateway_lm.settings import Settings, describe_problems, updated_settings
 from sidecar_client import Sidecar
 
 USER = [{"role": 1, "content": [{"type": "text", "value": "hi"}]}]

@@ -18,8 +18,9 @@ from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .models import catalogue
 from .pipeline import stream_chat
-from .protocol import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut, Settings, updated_settings
+from .protocol import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
 from .replay import events_from_recording
+from .settings import Settings, updated_settings
 
 DEFAULT_MODEL = "openai/gpt-5-mini"
 

@@ -14,7 +14,7 @@ from typing import Protocol
 from .client import GatewayClient
 from .guard import usd
 from .history import DB_NAME, UsageRecord, UsageStore, utc_day
-from .protocol import Settings
+from .settings import Settings
 from .spend import read_credits
 
 

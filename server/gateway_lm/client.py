@@ -32,7 +32,7 @@ from .errors import (
     with_advice,
 )
 from .network import Route, route
-from .protocol import Settings
+from .settings import Settings
 from .sse import DONE, Event, SSEFramer, parse_event
 from .transport import AiohttpTransport
 

@@ -23,7 +23,8 @@ from .errors import ErrorData
 from .ledger import BilledNotification, CreditsParams, UsageParams, UsageResult
 from .params import ChatParams, ConfigureParams, CountParams
 from .picker import ModelEntry
-from .protocol import FinishReason, PartOut, Settings, UsagePart
+from .protocol import FinishReason, PartOut, UsagePart
+from .settings import Settings
 from .spend import Credits
 
 # ---- shapes that were plain dicts ----

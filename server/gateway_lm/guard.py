@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from .errors import GatewayError, SpendData
 from .models import PER_MILLION, Pricing
-from .protocol import Settings, UsagePart
+from .protocol import UsagePart
+from .settings import Settings
 
 EXPECTED_OUTPUT_TOKENS = 1000
 # An approval covers the request it was given for, with room for the estimate to move a little

@@ -26,7 +26,8 @@ from .history import DEFAULT_LIMIT, MAX_LIMIT, UsageRecord, UsageStore
 from .models import ModelInfo, Pricing
 from .params import ChatParams, validated
 from .pipeline import ChatOutcome
-from .protocol import Settings, UsagePart
+from .protocol import UsagePart
+from .settings import Settings
 from .spend import Credits, Generation, look_up, read_credits
 from .tokens import count_request
 from .toolnames import ToolNameMap

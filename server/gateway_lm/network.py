@@ -16,7 +16,7 @@ from urllib.request import getproxies
 import certifi
 import httpx
 
-from .protocol import Settings
+from .settings import Settings
 
 log = logging.getLogger("gateway_lm.network")
 

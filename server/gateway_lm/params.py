@@ -14,7 +14,8 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
 from .errors import ErrorData, GatewayError
-from .protocol import MAX_COST_SETTING, ChatRequest, MessageIn, describe_problems
+from .protocol import ChatRequest, MessageIn
+from .settings import MAX_COST_SETTING, describe_problems
 
 log = logging.getLogger("gateway_lm.rpc")
 GATEWAY_ERROR = -32000

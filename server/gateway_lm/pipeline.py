@@ -12,7 +12,8 @@ from .client import GatewayClient
 from .errors import GatewayError
 from .fit import InputLimit, fit_request, has_tool_results
 from .options import for_model
-from .protocol import ChatRequest, FinishReason, PartOut, Settings, UsagePart
+from .protocol import ChatRequest, FinishReason, PartOut, UsagePart
+from .settings import Settings
 from .toolnames import ToolNameMap
 from .translate import build_request
 

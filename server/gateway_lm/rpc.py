@@ -38,8 +38,8 @@ from .params import (
 )
 from .picker import picker_entry
 from .pipeline import ChatOutcome, stream_chat
-from .protocol import Settings, describe_problems, secrets_of, updated_settings
 from .pygls_hooks import WireProtocol
+from .settings import Settings, describe_problems, secrets_of, updated_settings
 from .tokens import count_request
 
 if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of serving

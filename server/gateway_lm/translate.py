@@ -25,13 +25,13 @@ from .protocol import (
     ChatRequest,
     DataIn,
     MessageIn,
-    Settings,
     TextIn,
     ThinkingIn,
     ToolCallIn,
     ToolResultIn,
 )
 from .reasoning import reasoning_items
+from .settings import Settings
 from .toolnames import ToolNameMap
 
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."

@@ -1,0 +1,175 @@
+"""The extension's settings as the sidecar takes them: validated field by field, bounded, and never
+fatal — a setting that does not read keeps its previous value and is named in one message
+(rfcs/0003-rpc-contract.md, `gateway/configure`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, get_args
+from urllib.parse import unquote, urlsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
+
+from .options import ModelOptions, valid_model_options
+
+MAX_TOKENS_SETTING = 100_000_000
+MAX_CONNECT_TIMEOUT = 600.0  # seconds
+MAX_IDLE_TIMEOUT = 3600.0
+MAX_REQUEST_TIMEOUT = 86400.0
+MAX_RETRIES = 10
+LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "trace"})
+SETTING_IDS = {  # the settings' ids in VS Code where they are not `vercelAiGateway.<name>`
+    "gatewayOrder": "vercelAiGateway.routing.order",
+    "gatewayOnly": "vercelAiGateway.routing.only",
+    "gatewayModels": "vercelAiGateway.routing.fallbackModels",
+    "proxy": "http.proxy",
+    "proxyStrictSSL": "http.proxyStrictSSL",
+    "noProxy": "http.noProxy",
+    "proxyAuthorization": "http.proxyAuthorization",
+    "systemCertificates": "http.systemCertificates",
+    "maxRequestCost": "vercelAiGateway.spend.maxRequestCost",
+    "maxDailyCost": "vercelAiGateway.spend.maxDailyCost",
+    "usageRetentionDays": "vercelAiGateway.usage.retentionDays",
+    "gatewaySort": "vercelAiGateway.routing.sort",
+    "zeroDataRetention": "vercelAiGateway.routing.zeroDataRetention",
+    "disallowPromptTraining": "vercelAiGateway.routing.disallowPromptTraining",
+    "serviceTier": "vercelAiGateway.routing.serviceTier",
+    "caching": "vercelAiGateway.routing.caching",
+    "attributionUser": "vercelAiGateway.attribution.user",
+    "attributionTags": "vercelAiGateway.attribution.tags",
+    "tagWorkspace": "vercelAiGateway.attribution.tagWorkspace",
+}
+MAX_COST_SETTING = 1_000_000.0  # USD; a limit above it is no limit
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 200
+
+
+def setting_id(name: str) -> str:
+    return SETTING_IDS.get(name, f"vercelAiGateway.{name}")
+
+
+def _http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
+def _proxy_url(value: str | None) -> str | None:
+    # The value may hold a password: the message never quotes it.
+    if value is not None and value != "":
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// proxy URL")
+    return value or None
+
+
+def _header_value(value: str | None) -> str | None:
+    if value is not None and any(c in value for c in "\r\n\0"):
+        raise ValueError("must be one line")
+    return value or None
+
+
+def _log_level(value: str) -> str:
+    if value.lower() not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(sorted(LOG_LEVELS))}")
+    return value
+
+
+def _few_tags(value: list[str]) -> list[str]:
+    # A validator, not max_length: that would type the setting as 21 tuple types in contract.ts.
+    if len(value) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
+    return value
+
+
+class Settings(BaseModel):
+    """User settings that shape requests and transport. Names match the extension's settings
+    (SETTING_IDS maps those that differ). Each is validated on its own: `updated_settings`."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True, allow_inf_nan=False)
+    baseUrl: Annotated[str, AfterValidator(_http_url)] = "https://ai-gateway.vercel.sh/v1"
+    reasoningEffort: str | None = None
+    reasoningEffortByModel: dict[str, str] = {}
+    gatewayOrder: list[str] = []
+    gatewayOnly: list[str] = []
+    gatewayModels: list[str] = []
+    maxOutputTokens: Annotated[int, Field(ge=1, le=MAX_TOKENS_SETTING)] | None = None
+    outputReservation: Annotated[int, Field(ge=0, le=MAX_TOKENS_SETTING)] = 16384
+    connectTimeout: Annotated[float, Field(gt=0, le=MAX_CONNECT_TIMEOUT)] = 10.0
+    idleTimeout: Annotated[float, Field(gt=0, le=MAX_IDLE_TIMEOUT)] = 120.0
+    # one whole answer, retries included (rfcs/0001, Limits)
+    requestTimeout: Annotated[float, Field(gt=0, le=MAX_REQUEST_TIMEOUT)] = 900.0
+    maxRetries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] = 2
+    caBundle: str | None = None  # a PEM file, added to the trusted certificates
+    # VS Code's own network settings (`http.*`), read and passed on by the extension (rfcs/0007)
+    proxy: Annotated[str | None, AfterValidator(_proxy_url)] = None
+    proxyStrictSSL: bool = True
+    noProxy: list[str] = []
+    proxyAuthorization: Annotated[str | None, AfterValidator(_header_value)] = None  # a secret: never logged
+    systemCertificates: bool = True
+    modelOptions: dict[str, ModelOptions] = {}  # by model id or fnmatch pattern (options.py)
+    logLevel: Annotated[str, AfterValidator(_log_level)] = "info"
+    stateDir: str | None = None  # where the sidecar keeps what it learns (the extension's storage)
+    # Spend guard and usage history (rfcs/0006-spend.md): limits in USD, None is off.
+    maxRequestCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
+    maxDailyCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
+    usageRetentionDays: Annotated[int, Field(ge=1, le=3650)] = 90
+    # Routing and attribution: `providerOptions.gateway` fields; "default" sends nothing.
+    gatewaySort: Literal["default", "cost", "tps", "ttft"] = "default"
+    zeroDataRetention: bool = False
+    disallowPromptTraining: bool = False
+    serviceTier: Literal["default", "flex", "priority"] = "default"
+    caching: Literal["default", "auto"] = "default"
+    attributionUser: Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)] | None = None
+    attributionTags: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)]], AfterValidator(_few_tags)
+    ] = []
+    tagWorkspace: bool = False  # the extension adds the "workspace:<name>" tag; named here with the others
+
+
+def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settings, dict[str, str]]:
+    """`previous` with each valid value of `raw` applied; an invalid one keeps its previous value
+    and is returned (name → why). `null` means "not set": the default."""
+    new = previous.model_copy()
+    problems: dict[str, str] = {}
+    for name, value in raw.items():
+        field = Settings.model_fields.get(name)
+        if field is None:
+            continue  # a newer extension's setting
+        if value is None and type(None) not in get_args(field.annotation):
+            value = field.get_default(call_default_factory=True)
+        if name == "modelOptions":  # option by option: a bad one does not cost the others
+            value, dropped = valid_model_options(value)
+            if dropped:
+                problems[name] = "; ".join(dropped)
+        try:
+            setattr(new, name, value)
+        except ValidationError as error:
+            problems[name] = str(error.errors()[0]["msg"])  # the message, never the value (a key pasted in)
+    return new, problems
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """What the settings hold that must never reach a log: the proxy's credentials, and the values of
+    extra headers (an API key of the user's own, often)."""
+    password = urlsplit(settings.proxy).password if settings.proxy else None
+    found = [settings.proxyAuthorization, password, unquote(password or "")]  # as written, and as sent
+    found += [value for options in settings.modelOptions.values() for value in options.extraHeaders.values()]
+    return [secret for secret in found if secret]
+
+
+def describe_problems(problems: Mapping[str, str]) -> str:
+    # modelOptions keeps its valid options (its message says which were dropped); the others keep
+    # their previous value or default.
+    named = "; ".join(
+        f"{setting_id(n)}: {why}" + ("" if n == "modelOptions" else " (kept the previous value)")
+        for n, why in problems.items()
+    )
+    return f"Ignored invalid settings: {named}."
