@@ -118,3 +118,15 @@ def test_the_factor_decides_whether_it_fits() -> None:
     limit = round(size / 0.96)  # fits with room to spare, as o200k counts it
     assert fit_request(body, MODEL, InputLimit(tokens=limit, factor=1.0)) is body
     assert fit_request(body, MODEL, InputLimit(tokens=limit, factor=1.35)) is not body
+
+
+def test_the_last_rounds_results_stay_however_many_calls_it_made() -> None:
+    body = body_with_outputs([FILE] * 3)
+    parallel = [
+        {"type": "function_call", "call_id": f"p{n}", "name": "read_file", "arguments": "{}"} for n in range(4)
+    ] + [{"type": "function_call_output", "call_id": f"p{n}", "output": FILE} for n in range(4)]
+    body["input"] += parallel  # one round that read four files at once
+    size = count_request(body, MODEL)
+    fitted = fit_request(body, MODEL, InputLimit(tokens=size // 4, factor=1.0))
+    outputs = [i["output"] for i in fitted["input"] if i["type"] == "function_call_output"]
+    assert outputs == [CLEARED] * 3 + [FILE] * 4

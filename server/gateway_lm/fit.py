@@ -5,7 +5,8 @@ Copilot budgets a turn against the window the model had when the user sent it: i
 only from the next turn on. On a model's first agent turn (no factor yet) Copilot can thus send a
 prompt the model's tokenizer makes too long, and the turn would fail with "Input is too long". Here
 such a request gives up the content of its oldest tool results, oldest first, until it fits, as
-providers' own context editing does; the newest results, which the model is working from, stay. A
+providers' own context editing does; the last round's results, which the model is working from, stay
+(at least the newest two). A
 request that fits is sent untouched.
 """
 
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 
 TRIM_ABOVE = 0.97  # of the limit: the request estimate is good to about ±3 % (rfcs/0004)
 TRIM_TO = 0.94  # leaves room for the next tool result before trimming again
-KEEP_NEWEST = 2  # tool results the model is working from right now
+KEEP_NEWEST = 2  # at least: the last round's results (parallel calls give several) are all kept
 CLEARED = "[This tool result was cleared to keep the conversation within the model's context window.]"
 
 
@@ -42,7 +43,8 @@ def fit_request(body: dict[str, Any], model: str, limit: InputLimit) -> dict[str
     items = body.get("input")
     if not isinstance(items, list):
         return body
-    outputs = [i for i, item in enumerate(items) if _is_tool_result(item)][: -KEEP_NEWEST or None]
+    outputs = [i for i, item in enumerate(items) if _is_tool_result(item)]
+    outputs = outputs[: -max(KEEP_NEWEST, _last_round(items)) or None]
     fitted = list(items)
     cleared = 0
     for index in outputs:
@@ -77,6 +79,17 @@ def may_pass(body: dict[str, Any], limit: InputLimit) -> bool:
     A byte-level BPE token is at least one byte of text, and ASCII-escaped JSON has at least as many
     characters as the UTF-8 bytes of the text in it, so its length bounds the count from above."""
     return limit.factor * len(json.dumps(body)) > TRIM_ABOVE * limit.tokens
+
+
+def _last_round(items: list[Any]) -> int:
+    """How many results the last round of tool calls brought: the run of results that ends the input
+    (a round's calls come first, then their results)."""
+    count = 0
+    for item in reversed(items):
+        if not _is_tool_result(item):
+            break
+        count += 1
+    return count
 
 
 def _is_tool_result(item: Any) -> bool:
