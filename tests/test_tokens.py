@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway_lm import tokens
 from gateway_lm.protocol import MessageIn
 from gateway_lm.tokens import (
     PIECE,
@@ -97,3 +98,31 @@ def test_pieces_are_bounded_where_the_text_allows_it() -> None:
     text = "lorem ipsum dolor " * 100_000
     assert max(len(p) for p in pieces(text)) < 2 * PIECE
     assert list(pieces("x" * (3 * PIECE))) == ["x" * (3 * PIECE)], "no safe cut: not cut"
+
+
+def test_a_long_text_counted_again_is_answered_from_memory_with_its_exact_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An agent loop sends its history again every turn, as new string objects: equal texts count once.
+    text = "".join(f"line {i}: the history an agent loop sends again\n" for i in range(200))
+    assert tokens.MEMO_MIN <= len(text) <= tokens.MEMO_MAX
+    exact = len(encoding("o200k_base").encode_ordinary(text))
+    assert count_text("anthropic/claude", text) == exact
+    encoded: list[str] = []
+    real = tokens.encoding
+    monkeypatch.setattr(tokens, "encoding", lambda name: encoded.append(name) or real(name))
+    assert count_text("anthropic/claude", "".join(list(text))) == exact  # an equal text, another object
+    assert encoded == []
+    assert count_text("openai/gpt-4", text) == len(encoding("cl100k_base").encode_ordinary(text))
+    assert encoded == ["cl100k_base"], "counts are per encoding"
+    changed = text[:-2] + "!\n"
+    assert count_text("anthropic/claude", changed) == len(real("o200k_base").encode_ordinary(changed))
+
+
+def test_the_remembered_counts_stay_within_their_bound_oldest_out_first() -> None:
+    counts = tokens._Counts(max_chars=10_000)
+    for n in range(10):
+        counts.put(("o200k_base", f"{n:04d}" + "x" * 2996), n)
+    assert counts.chars <= 10_000
+    assert counts.get(("o200k_base", "0000" + "x" * 2996)) is None  # the oldest went first
+    assert counts.get(("o200k_base", "0009" + "x" * 2996)) == 9

@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from importlib import resources
 from typing import Any
@@ -80,11 +81,62 @@ def shipped_ranks(name: str) -> dict[bytes, int]:
 PIECE = 1 << 18  # characters per encode call: bounds memory and how long one call holds a thread
 
 
+# Long texts are remembered: an agent loop sends its whole history again every turn, and the sidecar
+# counts each request before it leaves (fit.py) and after the answer (calibration). Shorter texts
+# cost less to encode than to remember; longer ones (a huge text counted in pieces) would push
+# everything else out.
+MEMO_MIN = 1 << 12  # characters
+MEMO_MAX = 1 << 17
+MEMO_CHARS = 8 << 20  # characters remembered in all
+
+
+class _Counts:
+    """Exact counts of the long texts seen lately, bounded by their characters, the least recently
+    used out first. Threads count too (counting.py, fit.py), so every step holds the lock."""
+
+    def __init__(self, max_chars: int) -> None:
+        self._counts: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._chars = 0
+        self._max_chars = max_chars
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> int | None:
+        with self._lock:
+            count = self._counts.get(key)
+            if count is not None:
+                self._counts.move_to_end(key)
+            return count
+
+    def put(self, key: tuple[str, str], count: int) -> None:
+        with self._lock:
+            if key in self._counts:
+                return
+            self._counts[key] = count
+            self._chars += len(key[1])
+            while self._chars > self._max_chars:
+                (_, text), _ = self._counts.popitem(last=False)
+                self._chars -= len(text)
+
+    @property
+    def chars(self) -> int:
+        return self._chars
+
+
+_counts = _Counts(MEMO_CHARS)
+
+
 def count_text(model: str, text: str) -> int:
     if not text:
         return 0
-    encoder = encoding(encoding_name_for(model))
-    return sum(len(encoder.encode_ordinary(piece)) for piece in pieces(text))  # special tokens as text
+    key = (encoding_name_for(model), text)
+    remembered = MEMO_MIN <= len(text) <= MEMO_MAX
+    if remembered and (known := _counts.get(key)) is not None:
+        return known
+    encoder = encoding(key[0])
+    count = sum(len(encoder.encode_ordinary(piece)) for piece in pieces(text))  # special tokens as text
+    if remembered:
+        _counts.put(key, count)
+    return count
 
 
 def pieces(text: str, size: int = PIECE) -> Iterator[str]:
