@@ -20,12 +20,6 @@ export function carriedCost(approval: Approval | undefined, now: number): number
   return approval.estimate * APPROVAL_RATIO;
 }
 
-/** Whether a request estimated at `estimate` goes without asking, given the approval. */
-export function covers(approval: Approval | undefined, estimate: number, now: number): boolean {
-  const cost = carriedCost(approval, now);
-  return cost !== undefined && estimate <= cost;
-}
-
 /** The approval in force; a new Send replaces it (its window starts again). */
 export class Approvals {
   private current: Approval | undefined;

@@ -3,10 +3,9 @@
 // (extension/approval.ts) so the next steps of an agent loop go through without asking again.
 import * as vscode from 'vscode';
 import { settingId } from './config';
-import type { SpendLimitData } from './spendTypes';
+import type { Refusal } from './spendTypes';
 
 export type SpendAnswer = 'send' | 'cancel' | 'change';
-export type Refusal = SpendLimitData & { message: string };
 
 interface Choice extends vscode.MessageItem {
   answer: SpendAnswer;

@@ -3,9 +3,9 @@ import * as vscode from 'vscode';
 import { Approvals } from './approval';
 import type { ChatResult, ModelEntry, StreamPart, UsagePart } from './contract';
 import { fromRpcError, isCancellation } from './errors';
-import type { Refusal, SpendAnswer } from './guard';
+import type { SpendAnswer } from './guard';
 import { spendLimitOf } from './records';
-import type { SpendChatParams } from './spendTypes';
+import type { Refusal, SpendChatParams } from './spendTypes';
 import type { Rpc } from './rpc';
 import { TokenCounter, ToolInfo, toolStrings } from './tokens';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
@@ -20,7 +20,6 @@ export interface ProviderHooks {
   /** The spend guard refused a request: ask the user (extension/guard.ts). Without it, the refusal
    * is an error like any other. */
   confirmSpend?(refusal: Refusal): Promise<SpendAnswer>;
-  /** The strings of the tools Copilot will offer (from vscode.lm.tools), counted before it asks. */
   /** The tools Copilot will offer (vscode.lm.tools: a new array on every read). */
   tools(): readonly ToolInfo[];
   /** A chat request arrived; `initiator` is the calling extension's id (VS Code 1.109+), else undefined. */

@@ -1,7 +1,7 @@
 // The sidecar's spend data, checked as it arrives: a record or an error's data that is not the
 // seam's shape is dropped (the caller says so once) rather than drawn or summed. No vscode import:
 // the usage webview's code shares extension/usageData.ts, which builds on these.
-import { SPEND_LIMIT, type CreditsResult, type SpendLimitData, type UsageRecord } from './spendTypes';
+import { SPEND_LIMIT, type CreditsResult, type Refusal, type UsageRecord } from './spendTypes';
 
 type Json = Record<string, unknown>;
 
@@ -50,7 +50,7 @@ export function parseCredits(value: unknown): CreditsResult {
 }
 
 /** The spend guard's refusal, from a JSON-RPC error; undefined for any other error. */
-export function spendLimitOf(error: unknown): (SpendLimitData & { message: string }) | undefined {
+export function spendLimitOf(error: unknown): Refusal | undefined {
   const e = isObject(error) ? error : undefined;
   const data = isObject(e?.data) ? e.data : undefined;
   if (data?.kind !== SPEND_LIMIT) return undefined;

@@ -7,11 +7,9 @@ import type { Calibration, RpcMethods, RpcNotifications, StreamPart } from './co
 import { parseUsageRecord } from './records';
 import type { UsageRecord } from './spendTypes';
 
-type Methods = RpcMethods;
-type Notifications = RpcNotifications;
-export type Method = keyof Methods;
-export type Params<M extends Method> = Methods[M]['params'];
-export type Result<M extends Method> = Methods[M]['result'];
+export type Method = keyof RpcMethods;
+export type Params<M extends Method> = RpcMethods[M]['params'];
+export type Result<M extends Method> = RpcMethods[M]['result'];
 
 export interface Rpc {
   request<M extends Method>(method: M, params: Params<M>, token?: CancellationToken): Promise<Result<M>>;
@@ -19,7 +17,7 @@ export interface Rpc {
 }
 
 interface NotificationSource {
-  onNotification<N extends keyof Notifications>(method: N, handler: (params: Notifications[N]) => void): unknown;
+  onNotification<N extends keyof RpcNotifications>(method: N, handler: (params: RpcNotifications[N]) => void): unknown;
 }
 
 /** The sidecar's notifications: `gateway/parts` to the request they belong to, `gateway/calibration`

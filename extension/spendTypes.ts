@@ -16,5 +16,7 @@ export type {
 /** The fields a `spend_limit` error's `data` carries beside `kind` and `status` (optional in
  * ErrorData, which every error shares; records.ts checks they are there). */
 export type SpendLimitData = Required<Pick<ErrorData, 'estimate' | 'limit' | 'spentToday'>> & { scope: SpendScope };
+/** A spend-guard refusal as the user is asked about it: its data and the sidecar's message. */
+export type Refusal = SpendLimitData & { message: string };
 
 export const SPEND_LIMIT: ErrorKind = 'spend_limit';

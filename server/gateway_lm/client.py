@@ -193,10 +193,11 @@ class GatewayClient:
             event = parse_event(sse)
             if event is DONE:
                 return events, True
+            _, data = sse
             if isinstance(event, dict):
                 events.append(event)
-            elif sse[1]:
-                log.warning("ignored an event that is not a JSON object (%d bytes)", len(sse[1]))
+            elif data:
+                log.warning("ignored an event that is not a JSON object (%d bytes)", len(data))
         return events, False
 
     def _transport_error(self, exc: httpx.TransportError) -> GatewayError:

@@ -6,8 +6,7 @@ only from the next turn on. On a model's first agent turn (no factor yet) Copilo
 prompt the model's tokenizer makes too long, and the turn would fail with "Input is too long". Here
 such a request gives up the content of its oldest tool results, oldest first, until it fits, as
 providers' own context editing does; the last round's results, which the model is working from, stay
-(at least the newest two). A
-request that fits is sent untouched.
+(at least the newest two). A request that fits is sent untouched.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ def events_from_recording(body: bytes) -> Iterator[Any]:
         event = parse_event(sse)
         if event is DONE:
             return
-        if sse[1]:  # its data
+        _, data = sse
+        if data:
             yield event
 
 

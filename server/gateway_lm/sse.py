@@ -5,8 +5,7 @@ events per second that overhead dominates the stream (rfcs/0005-performance.md).
 decoder (the spec's CR / LF / CRLF splitting) is fed per chunk in a plain loop. Its event decoder is
 not used: it cost ~0.7 µs a line plus a `ServerSentEvent` per event — 15 ms of the sidecar's CPU
 for a 5,004-event stream in 64 KiB chunks, now 5 — to assemble fields of which only `data` and
-`event` are read
-(`id` and `retry` mean nothing to a one-shot POST stream). `_decode` assembles those two as the spec
+`event` are read (`id` and `retry` mean nothing to a one-shot POST stream). `_decode` assembles those two as the spec
 says, into `(event, data)` pairs; tests/test_sse.py checks it against httpx-sse's own event decoder on
 generated streams cut at random.
 
