@@ -32,7 +32,7 @@ export class PartsRouter {
 
   /** Routes the notifications of a (re)started connection; subscriptions outlive connections. */
   attach(source: NotificationSource): void {
-    source.onNotification('gateway/parts', (params) => this.handlers.get(String(params.requestId))?.(params.parts));
+    source.onNotification('gateway/parts', (params) => this.deliver(params));
     source.onNotification('gateway/calibration', (params) => this.onCalibration(params));
     source.onNotification('gateway/billed', (params) => {
       const record = parseUsageRecord(params?.record);
@@ -40,6 +40,24 @@ export class PartsRouter {
       if (record && (typeof id === 'string' || typeof id === 'number')) this.onBilled(String(id), record);
       else this.onInvalid('a gateway/billed notification that is not a usage record was ignored');
     });
+  }
+
+  /** A message as the reader reads it (frames.ts): `gateway/parts` is shown at once, without
+   * waiting for the connection's queue. True when it was taken. */
+  take(message: object): boolean {
+    const { method, id, params } = message as { method?: unknown; id?: unknown; params?: unknown };
+    if (method !== 'gateway/parts' || id !== undefined) return false;
+    try {
+      this.deliver(params as RpcNotifications['gateway/parts']);
+    } catch (error) {
+      // As vscode-jsonrpc treats a notification handler that throws: told, and the stream goes on.
+      this.onInvalid(`a gateway/parts notification could not be shown (${error instanceof Error ? error.message : String(error)})`);
+    }
+    return true;
+  }
+
+  private deliver(params: RpcNotifications['gateway/parts']): void {
+    this.handlers.get(String(params.requestId))?.(params.parts);
   }
 
   subscribe(requestId: string, handler: (parts: StreamPart[]) => void): Disposable {

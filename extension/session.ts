@@ -5,6 +5,7 @@
 // its processes are killed, requests in flight fail at once with a message that says what
 // happened, and the owner starts a new session for the next request.
 import { ChildProcess, execFile, spawn } from 'node:child_process';
+import * as readline from 'node:readline';
 import {
   CloseAction,
   CloseHandlerResult,
@@ -13,11 +14,15 @@ import {
   ErrorHandlerResult,
   LanguageClient,
   LanguageClientOptions,
+  Message,
+  MessageTransports,
   State,
+  StreamMessageWriter,
 } from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
 import { CLIENT_ID } from './config';
 import { GatewayChatError, isCancellation } from './errors';
+import { FrameReader } from './frames';
 import type { Method, Params, Result } from './rpc';
 
 export interface SessionOptions {
@@ -30,6 +35,8 @@ export interface SessionOptions {
   /** Restarts allowed within RESTART_WINDOW_MS, as vscode-languageclient counts them. */
   maxRestartCount: number;
   onEnd(session: SidecarSession): void;
+  /** Sees each message the sidecar sends as it is read, and keeps those it handles (frames.ts). */
+  take?(message: Message): boolean;
 }
 
 const RESTART_WINDOW_MS = 3 * 60_000;
@@ -163,8 +170,16 @@ export class SidecarSession {
     return { action: CloseAction.DoNotRestart, handled: true };
   }
 
-  /** The client spawns through here (first start and its own restarts), so every process is known. */
-  private spawn(): Promise<ChildProcess> {
+  /** The client spawns through here (first start and its own restarts), so every process is known.
+   * Its output is read by a FrameReader; its stderr is logged line by line, as the client would. */
+  private async spawn(): Promise<MessageTransports> {
+    const child = await this.spawnProcess();
+    readline.createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (line) => this.client.outputChannel.error(line));
+    const take = this.options.take?.bind(this.options);
+    return { reader: new FrameReader(child.stdout!, take), writer: new StreamMessageWriter(child.stdin!), detached: false };
+  }
+
+  private spawnProcess(): Promise<ChildProcess> {
     // The key never goes on the command line: it travels per request, or in the environment.
     const child = spawn(this.options.python, ['-m', 'gateway_lm', 'serve'], { env: { ...process.env, PYTHONUTF8: '1' }, windowsHide: true });
     this.children.add(child);

@@ -121,6 +121,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
     private readonly limits: SidecarLimits = DEFAULT_LIMITS,
   ) {
     this.stateDir = context.globalStorageUri.fsPath;
+    this.router.onInvalid = (what) => this.log.warn(`${what}.`);
   }
 
   onCalibration(handler: (calibration: Calibration) => void): void {
@@ -129,7 +130,6 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
 
   onBilled(handler: (requestId: string, record: UsageRecord) => void): void {
     this.router.onBilled = handler;
-    this.router.onInvalid = (what) => this.log.warn(`${what}.`);
   }
 
   async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
@@ -187,6 +187,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
         initializationOptions: { settings: sidecarSettings(this.stateDir) } satisfies ConfigureParams,
       },
       ...this.limits,
+      take: (message) => this.router.take(message),
       onEnd: (ended) => {
         if (this.session !== ended) return;
         this.session = undefined; // the next request starts a new sidecar

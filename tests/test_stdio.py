@@ -185,6 +185,14 @@ def describe(reply: dict[str, Any] | None) -> str:
     return "result"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; uvloop is not installed on Windows")
+async def test_the_sidecar_runs_on_uvloop(raw: RawSidecar) -> None:
+    """The shipped entry point runs its loop on uvloop where it is installed (rfcs/0005, "The first part")."""
+    assert raw.proc is not None and await raw.answers()
+    maps = Path(f"/proc/{raw.proc.pid}/maps").read_text()
+    assert "uvloop/loop." in maps
+
+
 async def test_a_request_without_params_is_answered(raw: RawSidecar) -> None:
     models = raw.next_id()
     chat = raw.next_id()

@@ -1,8 +1,10 @@
 // The real parts the Node tests run against: the loopback fake gateway and the sidecar over
-// vscode-jsonrpc, each started once here so no test file writes the start-up twice.
+// vscode-jsonrpc (its output read by the extension's FrameReader), each started once here so no test
+// file writes the start-up twice.
 import { ChildProcess, spawn } from 'node:child_process';
 import * as path from 'node:path';
-import { createMessageConnection, MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { createMessageConnection, MessageConnection, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { FrameReader } from '../../extension/frames';
 import { PartsRouter } from '../../extension/rpc';
 
 export const ROOT = path.resolve(__dirname, '../../..');
@@ -22,8 +24,9 @@ export async function startSidecar(children: ChildProcess[], gatewayUrl: string)
   delete env.AI_GATEWAY_API_KEY;
   const sidecar = spawn(PYTHON, ['-m', 'gateway_lm', 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
   children.push(sidecar);
-  const connection = createMessageConnection(new StreamMessageReader(sidecar.stdout), new StreamMessageWriter(sidecar.stdin));
   const router = new PartsRouter();
+  // Read as the extension reads it: parts straight to the router, the rest through the connection.
+  const connection = createMessageConnection(new FrameReader(sidecar.stdout, (m) => router.take(m)), new StreamMessageWriter(sidecar.stdin));
   router.attach(connection);
   connection.listen();
   await connection.sendRequest('initialize', {

@@ -183,7 +183,7 @@ test('a sidecar that exits at once: the request fails within the start timeout a
 });
 
 for (const [mode, detail] of [
-  ['garbage', /Message header must separate key and value/],
+  ['garbage', /unframed output: a header line without a colon/],
   ['badjson', /JSON/],
 ] as const) {
   test(`output that is not JSON-RPC (${mode}): the request fails at once, the process is killed, the next request starts afresh`, async () => {

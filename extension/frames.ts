@@ -1,0 +1,125 @@
+// The sidecar's stdout, read as vscode-jsonrpc's StreamMessageReader reads it (headers, a blank line,
+// then Content-Length bytes of UTF-8 JSON), but each message is handed on in the same turn it was
+// read. vscode-jsonrpc's reader passes every message through a semaphore and a promise, and its
+// connection queues it behind a setImmediate: ~0.12 ms between the sidecar's write and a part reaching
+// the chat, most of what the sidecar adds to the first part (rfcs/0005-performance.md). `take` sees
+// each message first and keeps those it handles (the router's `gateway/parts`); the rest go to the
+// connection as before.
+import type { Readable } from 'node:stream';
+import { AbstractMessageReader, DataCallback, Disposable, Message } from 'vscode-languageclient/node';
+
+const HEADER_END = '\r\n\r\n';
+const MAX_HEADER = 8 * 1024;
+const EMPTY = Buffer.alloc(0);
+// The sidecar caps one gateway event at 16 MiB (server/gateway_lm/sse.py); JSON escaping can grow it
+// several times. A length past this is a broken stream, not a message to buffer.
+export const MAX_MESSAGE = 128 << 20;
+
+export class FrameReader extends AbstractMessageReader {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private bodyLength: number | undefined; // once the current frame's headers have been read
+  private callback: DataCallback = () => undefined;
+
+  constructor(
+    private readonly stream: Readable,
+    private readonly take: (message: Message) => boolean = () => false,
+  ) {
+    super();
+  }
+
+  listen(callback: DataCallback): Disposable {
+    this.callback = callback;
+    const onData = (chunk: Buffer) => this.onData(chunk);
+    const onError = (error: Error) => this.fireError(error);
+    const onClose = () => this.fireClose();
+    this.stream.on('data', onData).on('error', onError).on('end', onClose).on('close', onClose);
+    return {
+      dispose: () => {
+        this.stream.off('data', onData).off('error', onError).off('end', onClose).off('close', onClose);
+      },
+    };
+  }
+
+  private onData(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    for (;;) {
+      if (this.bodyLength === undefined && (this.size === 0 || !this.readHeaders())) return;
+      const length = this.bodyLength!;
+      if (this.size < length) return;
+      this.bodyLength = undefined;
+      this.deliver(this.consume(length));
+    }
+  }
+
+  /** Reads the next frame's headers if they have all arrived; false when it must wait or failed. */
+  private readHeaders(): boolean {
+    const buffer = this.joined();
+    const end = buffer.indexOf(HEADER_END);
+    if (end < 0) {
+      if (this.size > MAX_HEADER) this.fail(`a header of more than ${MAX_HEADER} bytes`);
+      return false;
+    }
+    const length = contentLength(buffer.toString('latin1', 0, end));
+    if (typeof length === 'string') {
+      this.fail(length);
+      return false;
+    }
+    this.consume(end + HEADER_END.length);
+    this.bodyLength = length;
+    return true;
+  }
+
+  private deliver(body: Buffer): void {
+    let message: Message;
+    try {
+      message = JSON.parse(body.toString('utf8')) as Message;
+    } catch (error) {
+      this.fireError(new Error(`a message that is not JSON (${error instanceof Error ? error.message : String(error)})`));
+      return;
+    }
+    if (typeof message !== 'object' || message === null) {
+      this.fireError(new Error('a message that is not a JSON object'));
+      return;
+    }
+    if (!this.take(message)) this.callback(message);
+  }
+
+  /** Output that lost its framing cannot be resynchronised: what is buffered is dropped. */
+  private fail(what: string): void {
+    this.chunks = [];
+    this.size = 0;
+    this.bodyLength = undefined;
+    this.fireError(new Error(`unframed output: ${what}`));
+  }
+
+  private joined(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks, this.size)];
+    return this.chunks[0] ?? EMPTY;
+  }
+
+  /** The first `n` buffered bytes, removed from the buffer. */
+  private consume(n: number): Buffer {
+    const buffer = this.joined();
+    const rest = buffer.subarray(n);
+    this.chunks = rest.length ? [rest] : [];
+    this.size = rest.length;
+    return buffer.subarray(0, n);
+  }
+}
+
+/** The Content-Length of a header block, or what is wrong with it. Other headers (Content-Type) are
+ * allowed; the body is always UTF-8 JSON, as pygls writes it. */
+function contentLength(headers: string): number | string {
+  let length: number | undefined;
+  for (const line of headers.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon < 0) return `a header line without a colon (${JSON.stringify(line.slice(0, 40))})`;
+    if (line.slice(0, colon).trim().toLowerCase() !== 'content-length') continue;
+    const value = line.slice(colon + 1).trim();
+    length = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
+    if (!(length <= MAX_MESSAGE)) return `a Content-Length that is not a length up to ${MAX_MESSAGE} (${JSON.stringify(value.slice(0, 20))})`;
+  }
+  return length ?? 'a header without a Content-Length';
+}

@@ -1,0 +1,148 @@
+// The extension's reader of the sidecar's stdout (extension/frames.ts): LSP framing however the
+// pipe cuts it, parts handed over in the same turn they are read, and output that is not framing
+// told once, without stopping the messages after it.
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { test } from 'node:test';
+import { createMessageConnection, Message, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { FrameReader, MAX_MESSAGE } from '../../extension/frames';
+import { PartsRouter } from '../../extension/rpc';
+
+function frame(message: object, headers = ''): Buffer {
+  const body = Buffer.from(JSON.stringify(message), 'utf8');
+  return Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n${headers}\r\n`, 'ascii'), body]);
+}
+
+function reading(take?: (m: Message) => boolean): { stream: PassThrough; messages: object[]; errors: string[]; closed: () => boolean } {
+  const stream = new PassThrough();
+  const reader = new FrameReader(stream, take);
+  const messages: object[] = [];
+  const errors: string[] = [];
+  let closed = false;
+  reader.onError((e) => errors.push(e.message));
+  reader.onClose(() => (closed = true));
+  reader.listen((m) => messages.push(m));
+  return { stream, messages, errors, closed: () => closed };
+}
+
+const MESSAGES = [
+  { jsonrpc: '2.0', id: 1, result: { text: 'héllo wörld 日本語 🙂' } },
+  { jsonrpc: '2.0', method: 'gateway/parts', params: { requestId: 'a', parts: [{ type: 'text', value: '👍' }] } },
+  { jsonrpc: '2.0', id: 2, error: { code: -32603, message: 'x'.repeat(3000) } },
+];
+
+test('messages arrive whole and in order however the pipe cuts them: byte by byte, all at once, with a Content-Type header', () => {
+  const bytes = Buffer.concat([frame(MESSAGES[0]), frame(MESSAGES[1], 'Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n'), frame(MESSAGES[2])]);
+  for (const size of [1, 2, 7, 64, bytes.length]) {
+    const { stream, messages, errors } = reading();
+    for (let at = 0; at < bytes.length; at += size) stream.write(bytes.subarray(at, at + size));
+    assert.deepEqual(messages, MESSAGES, `cut every ${size} bytes`);
+    assert.deepEqual(errors, []);
+  }
+});
+
+test('a 5 MB message in 64 KiB pieces arrives once, whole', () => {
+  const big = { jsonrpc: '2.0', method: 'gateway/parts', params: { requestId: 'b', parts: [{ type: 'text', value: 'ж'.repeat(2_500_000) }] } };
+  const bytes = frame(big);
+  const { stream, messages } = reading();
+  for (let at = 0; at < bytes.length; at += 65536) stream.write(bytes.subarray(at, at + 65536));
+  assert.deepEqual(messages, [big]);
+});
+
+test('gateway/parts reach the router in the same turn as the read, before the connection sees anything; other messages go to the connection', () => {
+  const router = new PartsRouter();
+  const shown: unknown[] = [];
+  router.subscribe('a', (parts) => shown.push(...parts));
+  const { stream, messages } = reading((m) => router.take(m));
+  stream.emit('data', Buffer.concat(MESSAGES.map((m) => frame(m))));
+  // Synchronously: vscode-jsonrpc's StreamMessageReader would not have delivered anything yet.
+  assert.deepEqual(shown, [{ type: 'text', value: '👍' }]);
+  assert.deepEqual(messages, [MESSAGES[0], MESSAGES[2]]);
+});
+
+test("vscode-jsonrpc's own reader delivers later (the turn the FrameReader saves)", async () => {
+  const stream = new PassThrough();
+  const got: unknown[] = [];
+  new StreamMessageReader(stream).listen((m) => got.push(m));
+  stream.emit('data', frame(MESSAGES[1]));
+  assert.deepEqual(got, [], 'not in the same turn');
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(got, [MESSAGES[1]]);
+});
+
+test('a parts handler that throws is told once and the stream goes on', () => {
+  const router = new PartsRouter();
+  const invalid: string[] = [];
+  router.onInvalid = (what) => invalid.push(what);
+  router.subscribe('a', () => {
+    throw new Error('boom');
+  });
+  const { stream, messages } = reading((m) => router.take(m));
+  stream.emit('data', Buffer.concat([frame(MESSAGES[1]), frame(MESSAGES[0])]));
+  stream.emit('data', frame({ jsonrpc: '2.0', method: 'gateway/parts' })); // no params at all
+  assert.equal(invalid.length, 2);
+  assert.match(invalid[0], /gateway\/parts notification could not be shown \(boom\)/);
+  assert.deepEqual(messages, [MESSAGES[0]]);
+});
+
+test('a body that is not JSON, or not an object, is one error; the frames after it are read', () => {
+  const { stream, messages, errors } = reading();
+  const notJson = Buffer.from('Content-Length: 6\r\n\r\n{oops}');
+  const notObject = Buffer.from('Content-Length: 1\r\n\r\n5');
+  stream.write(Buffer.concat([notJson, notObject, frame(MESSAGES[0])]));
+  assert.equal(errors.length, 2);
+  assert.match(errors[0], /a message that is not JSON/);
+  assert.match(errors[1], /not a JSON object/);
+  assert.deepEqual(messages, [MESSAGES[0]]);
+});
+
+for (const [what, bytes, detail] of [
+  ['a line that is not a header', 'this is not JSON-RPC\r\n\r\n', /unframed output: a header line without a colon \("this is not JSON-RPC"\)/],
+  ['no Content-Length', 'Content-Type: text/plain\r\n\r\n{}', /unframed output: a header without a Content-Length/],
+  ['a Content-Length that is not a number', 'Content-Length: 12abc\r\n\r\n{}', /not a length/],
+  ['a Content-Length past the cap', `Content-Length: ${MAX_MESSAGE + 1}\r\n\r\n{}`, /not a length up to/],
+  ['headers that never end', `Content-Length: 2${'x'.repeat(9000)}`, /a header of more than 8192 bytes/],
+] as const) {
+  test(`${what}: one error, nothing buffered from it, and no message made up`, () => {
+    const { stream, messages, errors } = reading();
+    stream.write(Buffer.from(bytes));
+    assert.equal(errors.length, 1);
+    assert.match(errors[0], detail);
+    assert.deepEqual(messages, []);
+    stream.write(frame(MESSAGES[0])); // a well-framed message after the failure is read
+    assert.deepEqual(messages, [MESSAGES[0]]);
+  });
+}
+
+test('the end of the stream closes the reader', () => {
+  const { stream, closed } = reading();
+  stream.end();
+  stream.resume();
+  return new Promise<void>((resolve) => setImmediate(() => (assert.ok(closed()), resolve())));
+});
+
+test('over a real vscode-jsonrpc connection: parts of a request are shown before its result, and requests still work', async () => {
+  const [toSidecar, toExtension] = [new PassThrough(), new PassThrough()];
+  const router = new PartsRouter();
+  const events: string[] = [];
+  router.subscribe('r1', (parts) => events.push(`parts ${JSON.stringify(parts)}`));
+  const extension = createMessageConnection(new FrameReader(toExtension, (m) => router.take(m)), new StreamMessageWriter(toSidecar));
+  const sidecar = createMessageConnection(new StreamMessageReader(toSidecar), new StreamMessageWriter(toExtension));
+  sidecar.onRequest('gateway/chat', async () => {
+    for (const value of ['a', 'b', 'c']) await sidecar.sendNotification('gateway/parts', { requestId: 'r1', parts: [{ type: 'text', value }] });
+    return { done: true };
+  });
+  extension.listen();
+  sidecar.listen();
+  const result = await extension.sendRequest('gateway/chat', { requestId: 'r1' });
+  events.push(`result ${JSON.stringify(result)}`);
+  assert.deepEqual(events, [
+    'parts [{"type":"text","value":"a"}]',
+    'parts [{"type":"text","value":"b"}]',
+    'parts [{"type":"text","value":"c"}]',
+    'result {"done":true}',
+  ]);
+  extension.dispose();
+  sidecar.dispose();
+});
