@@ -49,13 +49,16 @@ afterEach(async () => {
   for (const pid of pids()) await until(() => !alive(pid), `process ${pid} exits`);
 });
 
+let log = new stub.LogOutputChannel(); // of the last connect()
+
 function connect(mode: string, limits: SidecarLimits = LIMITS): SidecarConnection {
   process.env.SIDECAR_MODE = mode;
   fs.writeFileSync(pidFile, '');
   stub.shownErrors.length = 0;
   const context = { globalStorageUri: { fsPath: dir } } as unknown as vscode.ExtensionContext;
-  const log = new stub.LogOutputChannel() as unknown as vscode.LogOutputChannel;
-  const connection = new SidecarConnection(context, log, log, limits);
+  log = new stub.LogOutputChannel();
+  const channel = log as unknown as vscode.LogOutputChannel;
+  const connection = new SidecarConnection(context, channel, channel, limits);
   connections.push(connection);
   return connection;
 }
@@ -200,6 +203,8 @@ for (const [mode, detail] of [
 test('the restart limit: crashes are restarted, then the client gives up and the next request starts a new sidecar', async () => {
   const connection = connect('crash');
   await fails(echo(connection), /stopped while answering and is being restarted\. Try again/);
+  // What it printed on stderr is in the logs, line by line (the session reads stderr itself).
+  await until(() => log.lines.includes('error RuntimeError: crashing on purpose'), 'the crash is logged');
   await fails(echo(connection), /stopped while answering and is being restarted/);
   await fails(echo(connection), /stopped 3 times within 3 minutes, so it is not restarted by itself\. The next request starts a new one/);
   assert.equal(pids().length, 3, 'two restarts by the client, then none');
