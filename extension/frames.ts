@@ -8,7 +8,8 @@
 import type { Readable } from 'node:stream';
 import { AbstractMessageReader, DataCallback, Disposable, Message } from 'vscode-languageclient/node';
 
-const HEADER_END = '\r\n\r\n';
+const HEADER_END = Buffer.from('\r\n\r\n', 'latin1');
+const CONTENT_LENGTH = Buffer.from('Content-Length: ', 'latin1');
 const MAX_HEADER = 8 * 1024;
 const EMPTY = Buffer.alloc(0);
 // The sidecar caps one gateway event at 16 MiB (server/gateway_lm/sse.py); JSON escaping can grow it
@@ -61,7 +62,7 @@ export class FrameReader extends AbstractMessageReader {
       if (this.size > MAX_HEADER) this.fail(`a header of more than ${MAX_HEADER} bytes`);
       return false;
     }
-    const length = contentLength(buffer.toString('latin1', 0, end));
+    const length = plainContentLength(buffer, end) ?? contentLength(buffer.toString('latin1', 0, end));
     if (typeof length === 'string') {
       this.fail(length);
       return false;
@@ -107,6 +108,20 @@ export class FrameReader extends AbstractMessageReader {
     this.size = rest.length;
     return buffer.subarray(0, n);
   }
+}
+
+/** The length of a header block that is only `Content-Length: <digits>`, as the sidecar writes
+ * its parts, read from the bytes: string and regex work here ran cold at ~0.05 ms per first part. */
+function plainContentLength(buffer: Buffer, end: number): number | undefined {
+  const start = CONTENT_LENGTH.length;
+  if (end <= start || end > start + 10 || buffer.compare(CONTENT_LENGTH, 0, start, 0, start) !== 0) return undefined;
+  let length = 0;
+  for (let at = start; at < end; at++) {
+    const digit = buffer[at] - 0x30;
+    if (digit < 0 || digit > 9) return undefined;
+    length = length * 10 + digit;
+  }
+  return length <= MAX_MESSAGE ? length : undefined;
 }
 
 /** The Content-Length of a header block, or what is wrong with it. Other headers (Content-Type) are
