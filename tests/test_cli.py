@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,38 @@ def test_an_echoed_key_never_appears_in_output(gateway: FakeServer, command: tup
     )
     assert run.returncode == 1 and "[redacted]" in run.stderr  # the gateway did echo it
     assert "sk-secret-canary-123" not in run.stdout + run.stderr
+
+
+def _frame(message: dict[str, object]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def test_serve_answers_into_a_file_and_exits_cleanly_at_the_end_of_stdin(gateway: FakeServer, tmp_path: Path) -> None:
+    """stdout a regular file (a user redirecting it): uvloop would abort the process on a pipe
+    transport over a file; the blocking writer is used instead."""
+    out = tmp_path / "out"
+    init = {"capabilities": {}, "initializationOptions": {"baseUrl": gateway.base_url, "settings": {}}}
+    with out.open("wb") as sink:
+        run = subprocess.run(
+            [sys.executable, "-m", "gateway_lm", "serve"],
+            input=_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    assert run.returncode == 0, run.stderr
+    assert b'"id":1' in out.read_bytes().replace(b" ", b"") and b'"result"' in out.read_bytes()
+
+
+def test_serve_with_stdin_that_is_not_a_pipe_says_so_and_exits() -> None:
+    """/dev/null or a file as stdin: asyncio would wait forever and uvloop abort; one line and exit 2."""
+    with open(os.devnull, "rb") as nothing:
+        run = subprocess.run(
+            [sys.executable, "-m", "gateway_lm", "serve"], stdin=nothing, capture_output=True, text=True, timeout=30
+        )
+    assert run.returncode == 2
+    assert (
+        run.stderr.strip()
+        == "gateway-lm serve: stdin must be a pipe or a terminal (the extension starts it with pipes)"
+    )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -64,13 +66,22 @@ class PipeWriter:
 
 
 async def stdout_writer(stream: BinaryIO) -> PipeWriter | StdoutWriter:
-    """A pipe writer on the sidecar's stdout; pygls' blocking writer where stdout is not a pipe."""
+    """A pipe writer on the sidecar's stdout; pygls' blocking writer where stdout is not a pipe (a
+    file, a terminal): uvloop aborts the process on a file where asyncio raises."""
+    if not is_pipe(stream.fileno()):
+        return StdoutWriter(stream)
     loop = asyncio.get_running_loop()
     try:
         transport, protocol = await loop.connect_write_pipe(_PipeProtocol, stream)
-    except (ValueError, OSError):  # a regular file: pipes, sockets and terminals only
+    except (ValueError, OSError):
         return StdoutWriter(stream)
     return PipeWriter(transport, protocol)
+
+
+def is_pipe(fd: int) -> bool:
+    """A pipe or a socket (what the extension gives the sidecar; a Windows pipe reads as a FIFO)."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def frame(method: str, params: dict[str, Any]) -> bytes:

@@ -18,13 +18,19 @@ import anyio
 from pygls.lsp.server import LanguageServer
 
 from .logs import configure
-from .outbox import stdout_writer
+from .outbox import is_pipe, stdout_writer
 from .pygls_hooks import stop_event
 from .rpc import Sidecar, build_server
 from .stdio import serve_stdin
 
 
 def serve() -> None:
+    if not _stdin_is_a_stream():
+        # asyncio waits forever on a file or /dev/null, and uvloop aborts the process.
+        print(
+            "gateway-lm serve: stdin must be a pipe or a terminal (the extension starts it with pipes)", file=sys.stderr
+        )
+        raise SystemExit(2)
     rpc_out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must never corrupt the JSON-RPC stream
     configure(logging.StreamHandler(sys.stderr), "info")
@@ -35,6 +41,12 @@ def serve() -> None:
         pass
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
+
+
+def _stdin_is_a_stream() -> bool:
+    if sys.platform == "win32":  # nothing to check against there; the extension always gives a pipe
+        return True
+    return is_pipe(sys.stdin.fileno()) or sys.stdin.isatty()
 
 
 def _run(main: Coroutine[Any, Any, None]) -> None:
