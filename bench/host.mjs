@@ -10,7 +10,11 @@ import { performance } from 'node:perf_hooks';
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
 const children = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+const storage = []; // each activation's global storage, removed when the bench ends
+process.on('exit', () => {
+  children.forEach((c) => c.kill('SIGKILL'));
+  storage.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 }));
+});
 
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, ...rest) {
@@ -44,7 +48,9 @@ export async function gatewayRequests(gateway) {
 }
 
 export function storageDir() {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'ai-gateway-lm-bench-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ai-gateway-lm-bench-'));
+  storage.push(dir);
+  return dir;
 }
 
 /** activate() of the shipped bundle, as VS Code runs it; returns the provider it registered. */

@@ -9,6 +9,7 @@ import { chromium } from 'playwright-core';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 const children = [];
+const scratch = []; // each run's folders (~75 MB with the sidecar's venv): removed at cleanup
 
 export function cleanup() {
   for (const child of children.splice(0)) {
@@ -16,6 +17,14 @@ export function cleanup() {
       process.kill(-child.pid, 'SIGKILL'); // the whole process group: code-server's hosts, the sidecar
     } catch {
       /* already gone */
+    }
+  }
+  if (process.env.AI_GATEWAY_LM_KEEP_SCRATCH) return; // to look at a run's logs and storage afterwards
+  for (const dir of scratch.splice(0)) {
+    try {
+      fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch (error) {
+      console.log(`could not remove ${dir}: ${error.message}`);
     }
   }
 }
@@ -75,6 +84,7 @@ export function freePort() {
 
 export function scratchDirs(name) {
   const base = fs.mkdtempSync(path.join(os.tmpdir(), `agl-${name}-`));
+  scratch.push(base);
   const dirs = Object.fromEntries(['home', 'config', 'data', 'cache', 'tmp', 'ud', 'ext', 'ws'].map((d) => [d, path.join(base, d)]));
   for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
   return { base, ...dirs };

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, beforeEach, test } from 'node:test';
+import { after, afterEach, beforeEach, test } from 'node:test';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { SetupError, sidecarPython } from '../../extension/setup';
@@ -64,6 +64,8 @@ beforeEach(() => {
   delete process.env.AI_GATEWAY_LM_PYTHON;
   for (const key of Object.keys(stub.settings)) delete stub.settings[key];
 });
+
+afterEach(() => fs.rmSync(base, { recursive: true, force: true }));
 
 after(() => (process.env.PATH = originalPath));
 
