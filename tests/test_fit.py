@@ -130,3 +130,27 @@ def test_the_last_rounds_results_stay_however_many_calls_it_made() -> None:
     fitted = fit_request(body, MODEL, InputLimit(tokens=size // 4, factor=1.0))
     outputs = [i["output"] for i in fitted["input"] if i["type"] == "function_call_output"]
     assert outputs == [CLEARED] * 3 + [FILE] * 4
+
+
+@pytest.fixture
+async def guarded(gateway: FakeServer) -> AsyncIterator[Sidecar]:
+    """A spend limit between what the long request costs as fitted (~$0.045) and unfitted (~$0.054)."""
+    side = Sidecar()
+    await side.start(gateway.base_url, {"logLevel": "debug", "maxRequestCost": 0.05})
+    await side.request("gateway/models", {})
+    yield side
+    await side.stop()
+
+
+async def test_the_spend_guard_prices_the_request_as_fitted(guarded: Sidecar, gateway: FakeServer) -> None:
+    """The guard counts the body that is sent: pricing the unfitted one asked about a cost that the
+    fitted request stays under."""
+    await learn_the_factor(guarded)
+    result = await chat(guarded, "long", 6)
+    assert result["finishReason"] in ("stop", "toolCalls")
+    outputs = [
+        item["output"]
+        for item in gateway.gateway.requests[-1]["body"]["input"]
+        if item.get("type") == "function_call_output"
+    ]
+    assert outputs[0] == CLEARED

@@ -15,7 +15,7 @@ import math
 import sqlite3
 import uuid
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
@@ -30,8 +30,6 @@ from .protocol import UsagePart
 from .settings import Settings
 from .spend import Credits, Generation, look_up, read_credits
 from .tokens import count_request
-from .toolnames import ToolNameMap
-from .translate import build_request
 from .usage import MAX_ID
 
 log = logging.getLogger("gateway_lm.ledger")
@@ -81,8 +79,9 @@ class Ledger:
 
     # ---- before a chat ----
 
-    async def guard(self, request: ChatParams, model: ModelInfo | None, factor: float) -> None:
-        """Raises `spend_limit` when the request's estimate passes a limit the user set."""
+    async def guard(self, request: ChatParams, body: dict[str, Any], model: ModelInfo | None, factor: float) -> None:
+        """Raises `spend_limit` when the estimate of `body` (the request as it will be sent: translated
+        and fitted, pipeline.prepare) passes a limit the user set."""
         settings = self.settings
         if settings.maxRequestCost is None and settings.maxDailyCost is None:
             return
@@ -93,7 +92,6 @@ class Ledger:
                 self._unpriced.add(request.model)
                 log.info("%s has no price in the model list: the spend limits do not apply to it", request.model)
             return
-        body = build_request(request, settings, ToolNameMap([tool.name for tool in request.tools]))
         tokens = math.ceil(await asyncio.to_thread(count_request, body, request.model) * factor)
         estimate = request_estimate(tokens, pricing, max_output) or 0.0
         spent = await self.spent_today() if settings.maxDailyCost is not None else 0.0

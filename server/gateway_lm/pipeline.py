@@ -1,4 +1,7 @@
-"""The whole chat path, shared by the sidecar and the CLI: translate → client → adapt."""
+"""The whole chat path, shared by the sidecar and the CLI: translate (and fit) → client → adapt.
+
+The sidecar prepares a request once, prices that body for the spend guard, and streams it; the CLI
+streams what it prepares."""
 
 from __future__ import annotations
 
@@ -27,27 +30,53 @@ class ChatOutcome:
     body: dict[str, Any] | None = None  # the request as sent, for calibration
 
 
+@dataclass
+class Prepared:
+    """A request as it will be sent: translated, fitted into the model's limit, with the tool names
+    it was translated with and the model's extra headers. The spend guard prices this body."""
+
+    body: dict[str, Any]
+    names: ToolNameMap
+    headers: dict[str, str]
+
+
+async def prepare(
+    request: ChatRequest, settings: Settings, reasons: bool = False, limit: InputLimit | None = None
+) -> Prepared:
+    """`reasons`: the catalogue says the model reasons (translate.build_request); `limit`: the model's
+    real input limit, which the request is fitted into (fit.py)."""
+    names = ToolNameMap([tool.name for tool in request.tools])
+    body = build_request(request, settings, names, reasons)
+    if limit is not None and has_tool_results(body):  # serialising and counting it hold no event loop
+        body = await asyncio.to_thread(fit_request, body, request.model, limit)
+    return Prepared(body, names, for_model(request.model, settings.modelOptions).extraHeaders)
+
+
 async def stream_chat(
     request: ChatRequest,
     settings: Settings,
     client: GatewayClient,
     api_key: str | None,
     outcome: ChatOutcome | None = None,
-    reasons: bool = False,
-    limit: InputLimit | None = None,
 ) -> AsyncIterator[list[PartOut]]:
-    """Batches of parts, one per network read that produced any. Raises GatewayError. `reasons`: the
-    catalogue says the model reasons (translate.build_request); `limit`: the model's real input limit,
-    which the request is fitted into (fit.py)."""
-    names = ToolNameMap([tool.name for tool in request.tools])
-    body = build_request(request, settings, names, reasons)
-    if limit is not None and has_tool_results(body):  # serialising and counting it hold no event loop
-        body = await asyncio.to_thread(fit_request, body, request.model, limit)
-    headers = for_model(request.model, settings.modelOptions).extraHeaders
+    """The request prepared as it is, then streamed (the CLI's path)."""
+    prepared = await prepare(request, settings)
+    async for parts in stream_prepared(prepared, request.model, client, api_key, outcome):
+        yield parts
+
+
+async def stream_prepared(
+    prepared: Prepared,
+    model: str,
+    client: GatewayClient,
+    api_key: str | None,
+    outcome: ChatOutcome | None = None,
+) -> AsyncIterator[list[PartOut]]:
+    """Batches of parts, one per network read that produced any. Raises GatewayError."""
     if outcome is not None:
-        outcome.body = body
-    adapter = StreamAdapter(names, request.model)
-    events = client.stream_events(body, api_key, headers)
+        outcome.body = prepared.body
+    adapter = StreamAdapter(prepared.names, model)
+    events = client.stream_events(prepared.body, api_key, prepared.headers)
     try:
         async for batch in events:
             parts: list[PartOut] = []

@@ -37,7 +37,7 @@ from .params import (
     validated,
 )
 from .picker import picker_entry
-from .pipeline import ChatOutcome, stream_chat
+from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from .pygls_hooks import WireProtocol
 from .settings import Settings, describe_problems, secrets_of, updated_settings
 from .tokens import count_request
@@ -173,15 +173,19 @@ class Sidecar:
         if known is not None and not known.capabilities.toolCalling and request.tools:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []
-        await self.ledger.guard(request, known, self.accounting.factor(request.model))  # before anything is sent
+        factor = self.accounting.factor(request.model)
+        reasons = known is not None and known.reasoning
+        limit = None if known is None else InputLimit(known.maxInputTokens, factor)
+        prepared = await prepare(request, self.settings, reasons, limit)
+        await self.ledger.guard(request, prepared.body, known, factor)  # priced as sent; refused: not sent
         outcome = ChatOutcome()
         self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
         try:
-            return await self._stream(request, outcome)
+            return await self._stream(request, prepared, outcome)
         finally:
             self.tokens.chat_ended()
 
-    async def _stream(self, request: ChatParams, outcome: ChatOutcome) -> ChatResult:
+    async def _stream(self, request: ChatParams, prepared: Prepared, outcome: ChatOutcome) -> ChatResult:
         log.info(
             "chat %s with %s: %d messages, %d tools",
             request.requestId,
@@ -191,10 +195,7 @@ class Sidecar:
         )
         try:
             # Parts leave at once, or together with later ones while the previous write is pending.
-            known = self.models.get(request.model)
-            reasons = known is not None and known.reasoning
-            limit = None if known is None else InputLimit(known.maxInputTokens, self.accounting.factor(request.model))
-            chat = stream_chat(request, self.settings, self.client, request.apiKey, outcome, reasons, limit)
+            chat = stream_prepared(prepared, request.model, self.client, request.apiKey, outcome)
             async for parts in chat:
                 self.outbox.post(request.requestId, parts)
         except asyncio.CancelledError:
