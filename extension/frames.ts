@@ -34,10 +34,10 @@ export class FrameReader extends AbstractMessageReader {
     const onData = (chunk: Buffer) => this.onData(chunk);
     const onError = (error: Error) => this.fireError(error);
     const onClose = () => this.fireClose();
-    this.stream.on('data', onData).on('error', onError).on('end', onClose).on('close', onClose);
+    this.stream.on('data', onData).on('error', onError).on('close', onClose); // as vscode-jsonrpc: once, at 'close'
     return {
       dispose: () => {
-        this.stream.off('data', onData).off('error', onError).off('end', onClose).off('close', onClose);
+        this.stream.off('data', onData).off('error', onError).off('close', onClose);
       },
     };
   }
