@@ -20,9 +20,9 @@ interface NotificationSource {
   onNotification<N extends keyof RpcNotifications>(method: N, handler: (params: RpcNotifications[N]) => void): unknown;
 }
 
-/** The sidecar's notifications: `gateway/parts` to the request they belong to, `gateway/calibration`
- * (a model's window moved) to the provider, which fetches the model list again; `gateway/billed` to the
- * status bar. */
+/** The sidecar's notifications: `gateway/parts` to the request they belong to, taken straight from
+ * the reader (`take`, frames.ts); from the connection, `gateway/calibration` (a model's window moved)
+ * to the provider, which fetches the model list again, and `gateway/billed` to the status bar. */
 export class PartsRouter {
   private readonly handlers = new Map<string, (parts: StreamPart[]) => void>();
   onCalibration: (calibration: Calibration) => void = () => undefined;
@@ -32,7 +32,6 @@ export class PartsRouter {
 
   /** Routes the notifications of a (re)started connection; subscriptions outlive connections. */
   attach(source: NotificationSource): void {
-    source.onNotification('gateway/parts', (params) => this.deliver(params));
     source.onNotification('gateway/calibration', (params) => this.onCalibration(params));
     source.onNotification('gateway/billed', (params) => {
       const record = parseUsageRecord(params?.record);
@@ -48,16 +47,13 @@ export class PartsRouter {
     const { method, id, params } = message as { method?: unknown; id?: unknown; params?: unknown };
     if (method !== 'gateway/parts' || id !== undefined) return false;
     try {
-      this.deliver(params as RpcNotifications['gateway/parts']);
+      const { requestId, parts } = params as RpcNotifications['gateway/parts'];
+      this.handlers.get(String(requestId))?.(parts);
     } catch (error) {
       // As vscode-jsonrpc treats a notification handler that throws: told, and the stream goes on.
       this.onInvalid(`a gateway/parts notification could not be shown (${error instanceof Error ? error.message : String(error)})`);
     }
     return true;
-  }
-
-  private deliver(params: RpcNotifications['gateway/parts']): void {
-    this.handlers.get(String(params.requestId))?.(params.parts);
   }
 
   subscribe(requestId: string, handler: (parts: StreamPart[]) => void): Disposable {

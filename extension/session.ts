@@ -35,8 +35,9 @@ export interface SessionOptions {
   /** Restarts allowed within RESTART_WINDOW_MS, as vscode-languageclient counts them. */
   maxRestartCount: number;
   onEnd(session: SidecarSession): void;
-  /** Sees each message the sidecar sends as it is read, and keeps those it handles (frames.ts). */
-  take?(message: Message): boolean;
+  /** Sees each message the sidecar sends as it is read, and keeps those it handles (frames.ts):
+   * `gateway/parts` reach the chat only this way. */
+  take(message: Message): boolean;
 }
 
 const RESTART_WINDOW_MS = 3 * 60_000;
@@ -175,7 +176,7 @@ export class SidecarSession {
   private async spawn(): Promise<MessageTransports> {
     const child = await this.spawnProcess();
     readline.createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (line) => this.client.outputChannel.error(line));
-    const take = this.options.take?.bind(this.options);
+    const take = (message: Message) => this.options.take(message);
     return { reader: new FrameReader(child.stdout!, take), writer: new StreamMessageWriter(child.stdin!), detached: false };
   }
 
