@@ -92,10 +92,10 @@ def serve_agent_loop(h: Handler, body: dict[str, Any], entry: dict[str, Any], cr
         h._send(entry, [created, *text_events([f"I have read all {total} files."]), completed(usage)])
         return
     calls = []
-    for n in range(done + 1, min(done + per_response, total) + 1):
+    for index, n in enumerate(range(done + 1, min(done + per_response, total) + 1)):
         path = str(Path(folder) / f"part-{n:02d}.txt")
         arguments = json.dumps({**fill_arguments(tool.get("parameters") or {}, path), "startLine": 1, "endLine": 400})
-        calls += call_events(f"call_{series}_{n}", str(tool["name"]), arguments, index=len(calls) // 5)
+        calls += call_events(f"call_{series}_{n}", str(tool["name"]), arguments, index=index)
     h._send(entry, [created, *calls, completed(usage)])
 
 
