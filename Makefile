@@ -49,6 +49,7 @@ test-python: $(VENV)/.ready
 
 test-node: $(VENV)/.ready node_modules/.ready
 	rm -rf out
+	node extension/build.mjs
 	npx tsc -p tests/ts
 	node --require ./out/tests/ts/register.js --test --test-reporter=spec out/tests/ts/*.test.js
 

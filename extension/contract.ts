@@ -17,7 +17,7 @@ export type ErrorKind =
   | 'protocol'
   | 'internal'
   | 'spend_limit';
-export type SpendScope = 'request' | 'day';
+export type SpendScope = 'request' | 'day' | 'unpriced';
 
 export interface RpcContract {
   methods: RpcMethods;
@@ -104,6 +104,8 @@ export interface ChatParams {
   requestId: string | number;
   apiKey?: string | null;
   approvedCost?: number | null;
+  approvedDay?: boolean;
+  approvedUnpriced?: boolean;
 }
 export interface MessageIn {
   role: number;
@@ -266,7 +268,8 @@ export interface UsageParams {
 }
 export interface UsageResult {
   records: UsageRecord[];
-  dayTotal: number;
+  dayTotal: number | null;
+  problem: string | null;
 }
 /**
  * One request's usage: the billed cost when the gateway's lookup answered, else the estimate.
@@ -355,10 +358,10 @@ export interface ErrorData {
   status: number | null;
   retryAfter: number | null;
   settings?: string[];
-  estimate?: number;
+  estimate?: number | null;
   limit?: number;
   scope?: SpendScope;
-  spentToday?: number;
+  spentToday?: number | null;
 }
 
 /** Every ErrorKind, for checking a kind read off the wire. */

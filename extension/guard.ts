@@ -2,7 +2,7 @@
 // upstream (error kind `spend_limit`); the user decides here, and a Send is remembered
 // (extension/approval.ts) so the next steps of an agent loop go through without asking again.
 import * as vscode from 'vscode';
-import { settingId } from './config';
+import { Setting, setting, settingId } from './config';
 import type { Refusal } from './spendTypes';
 
 export type SpendAnswer = 'send' | 'cancel' | 'change';
@@ -17,15 +17,29 @@ const CANCEL: Choice = { title: 'Cancel', answer: 'cancel', isCloseAffordance: t
 
 /** Asks; "Change limit" opens the limit that refused, and the request is not sent. */
 export async function askToSend(refusal: Refusal): Promise<SpendAnswer> {
-  const detail =
-    refusal.scope === 'day'
-      ? `Spent today (UTC): $${refusal.spentToday.toFixed(2)}. Send lets requests up to twice this estimate through for 10 minutes.`
-      : 'Send lets requests up to twice this estimate through for 10 minutes.';
-  const picked = await vscode.window.showWarningMessage(refusal.message, { modal: true, detail }, SEND, CHANGE, CANCEL);
+  const picked = await vscode.window.showWarningMessage(refusal.message, { modal: true, detail: detailOf(refusal) }, SEND, CHANGE, CANCEL);
   const answer = picked?.answer ?? 'cancel';
-  if (answer === 'change') {
-    const name = refusal.scope === 'day' ? 'spend.maxDailyCost' : 'spend.maxRequestCost';
-    void vscode.commands.executeCommand('workbench.action.openSettings', settingId(name));
-  }
+  if (answer === 'change') void vscode.commands.executeCommand('workbench.action.openSettings', settingId(limitOf(refusal)));
   return answer;
+}
+
+/** What a Send lets through (extension/approval.ts), under the sidecar's sentence. */
+function detailOf(refusal: Refusal): string {
+  switch (refusal.scope) {
+    case 'request':
+      return 'Send lets requests up to twice this estimate through for 10 minutes. The daily limit still applies to each.';
+    case 'day': {
+      const spent = refusal.spentToday === null ? '' : `Spent today (UTC): $${refusal.spentToday.toFixed(2)}. `;
+      return `${spent}Send lets this request through; the next one is checked against the daily limit again.`;
+    }
+    case 'unpriced':
+      return 'Send lets requests to this model through for 10 minutes without a cost check.';
+  }
+}
+
+/** The setting that refused: for a model without a price, the request limit when one is set. */
+function limitOf(refusal: Refusal): Setting {
+  if (refusal.scope === 'day') return 'spend.maxDailyCost';
+  if (refusal.scope === 'request' || setting<number | null>('spend.maxRequestCost') != null) return 'spend.maxRequestCost';
+  return 'spend.maxDailyCost';
 }

@@ -28,6 +28,7 @@ export interface ProviderHooks {
 }
 
 let sequence = 0;
+const MAX_SPEND_QUESTIONS = 3;
 const REFRESH_INTERVAL_MS = 60_000;
 // Calibrations arrive after responses, often several at once: one catalogue fetch (and at most one
 // change event, which re-renders the picker) for a burst of them.
@@ -160,17 +161,20 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
    * the short answer the chat shows instead: Copilot prints a thrown error, even a cancellation,
    * as "Sorry, your request failed" with a stack (seen in 1.139). */
   private async guardedChat(params: SpendChatParams, token: vscode.CancellationToken): Promise<ChatResult | string> {
-    const carried = this.approvals.carriedCost();
-    try {
-      return await this.rpc.request('gateway/chat', carried === undefined ? params : { ...params, approvedCost: carried }, token);
-    } catch (error) {
-      const refusal = this.hooks.confirmSpend && !token.isCancellationRequested ? spendLimitOf(error) : undefined;
-      if (!refusal) throw error;
-      this.hooks.log.info(`${params.model}: spend guard: ${refusal.message}`);
-      const answer = await this.hooks.confirmSpend!(refusal);
-      if (answer !== 'send' || token.isCancellationRequested) return `Not sent. ${refusal.message}`;
-      this.approvals.approve(refusal.estimate);
-      return this.rpc.request('gateway/chat', { ...params, approvedCost: refusal.estimate }, token);
+    let sent: SpendChatParams = { ...params, ...this.approvals.carried(params.model) };
+    // A request can pass both limits (asked twice), and today's spend can move between the
+    // question and the re-send (asked again); a sidecar that keeps refusing is an error.
+    for (let asked = 0; ; asked++) {
+      try {
+        return await this.rpc.request('gateway/chat', sent, token);
+      } catch (error) {
+        const refusal = this.hooks.confirmSpend && !token.isCancellationRequested && asked < MAX_SPEND_QUESTIONS ? spendLimitOf(error) : undefined;
+        if (!refusal) throw error;
+        this.hooks.log.info(`${params.model}: spend guard: ${refusal.message}`);
+        const answer = await this.hooks.confirmSpend!(refusal);
+        if (answer !== 'send' || token.isCancellationRequested) return `Not sent. ${refusal.message}`;
+        sent = { ...sent, ...this.approvals.approve(refusal, params.model) };
+      }
     }
   }
 

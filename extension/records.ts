@@ -55,7 +55,10 @@ export function spendLimitOf(error: unknown): Refusal | undefined {
   const data = isObject(e?.data) ? e.data : undefined;
   if (data?.kind !== SPEND_LIMIT) return undefined;
   const { estimate, limit, scope, spentToday } = data;
-  if (!isAmount(estimate) || !isAmount(limit) || !isAmount(spentToday) || (scope !== 'request' && scope !== 'day')) return undefined;
-  const message = isText(e?.message, 500) ? e.message : `This request will cost about $${estimate.toFixed(2)} (your limit is $${limit.toFixed(2)}).`;
-  return { estimate, limit, scope, spentToday, message };
+  if (scope !== 'request' && scope !== 'day' && scope !== 'unpriced') return undefined;
+  // Unknown (null) only where the sidecar cannot know it: no price, or today's spend unreadable.
+  if (!(isAmount(estimate) || (estimate === null && scope === 'unpriced')) || !isAmount(limit)) return undefined;
+  if (!(isAmount(spentToday) || (spentToday === null && scope !== 'request'))) return undefined;
+  if (!isText(e?.message, 500)) return undefined; // the sidecar's sentence is what the user is asked
+  return { estimate, limit, scope, spentToday, message: e.message };
 }

@@ -154,6 +154,17 @@ export function latestRequests(records: readonly UsageRecord[], count = 200): Us
 
 /** Extension → webview. */
 export type ToWebview =
-  { type: 'data'; since: string; until: string; records: UsageRecord[]; dayTotal: number; truncated: boolean } | { type: 'error'; message: string };
+  | {
+      type: 'data';
+      since: string;
+      until: string;
+      records: UsageRecord[];
+      /** Today's spend (UTC) by every window; null when the history cannot be read. */
+      dayTotal: number | null;
+      /** Why the usage history cannot be used now (the sidecar's words), shown above the charts. */
+      problem: string | null;
+      truncated: boolean;
+    }
+  | { type: 'error'; message: string };
 /** Webview → extension: `range` asks for a range's records (the first one when the page loads). */
 export type FromWebview = { type: 'range'; range: Range } | { type: 'export' };

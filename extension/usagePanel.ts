@@ -57,9 +57,12 @@ export class UsagePanel {
       if (asked !== this.asked) return;
       const { records, dropped } = parseUsageRecords(result?.records);
       if (dropped) this.log.warn(`gateway/usage: ${dropped} records that are not usage records were dropped.`);
-      const dayTotal = typeof result?.dayTotal === 'number' && Number.isFinite(result.dayTotal) ? result.dayTotal : 0;
+      // Unknown stays unknown: a history that cannot be read is not "$0.00 today".
+      const dayTotal = typeof result?.dayTotal === 'number' && Number.isFinite(result.dayTotal) ? result.dayTotal : null;
+      const problem = typeof result?.problem === 'string' ? result.problem.slice(0, 500) : null;
       [this.records, this.since, this.until] = [records, params.since!, params.until!];
-      this.post({ type: 'data', since: this.since, until: this.until, records, dayTotal, truncated: records.length + dropped >= USAGE_LIMIT });
+      const truncated = records.length + dropped >= USAGE_LIMIT;
+      this.post({ type: 'data', since: this.since, until: this.until, records, dayTotal, problem, truncated });
     } catch (error) {
       if (asked === this.asked) this.post({ type: 'error', message: `Could not read the usage history: ${fromRpcError(error).message}` });
     }

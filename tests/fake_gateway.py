@@ -190,7 +190,7 @@ class Gateway:
         self.counters: dict[str, int] = {}
         self.lock = threading.Lock()
         self.generations = fake_spend.Generations()
-        self.lookups: list[dict[str, Any]] = []  # GETs of credits and generations (fake_spend.py)
+        self.lookups: list[dict[str, Any]] = []  # GETs of credits, generations (fake_spend.py) and the model list
 
     def record_lookup(self, entry: dict[str, Any]) -> None:
         with self.lock:
@@ -300,7 +300,10 @@ class Handler(BaseHTTPRequestHandler):
         if fake_spend.serve_get(self, self.server.gateway):
             return
         if self.path.rstrip("/").endswith("/models"):
-            if "/echo-key/" in self.path:  # a gateway that quotes the key it was sent
+            self.server.gateway.record_lookup({"path": "models", "status": 200})
+            if self.headers.get("authorization") == "Bearer models-500":  # a list that cannot be read
+                self._json(500, {"error": {"message": "catalogue unavailable", "type": "internal_server_error"}})
+            elif "/echo-key/" in self.path:  # a gateway that quotes the key it was sent
                 self._json(401, echo_key_error(self.headers.get("authorization")))
             elif "/hostile/" in self.path:
                 self._raw(200, HOSTILE_MODELS, "application/json")

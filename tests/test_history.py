@@ -9,6 +9,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gateway_lm.history import DB_NAME, UsageStore, utc_day
 
 PER_WRITER = 300
@@ -106,8 +108,14 @@ def test_a_damaged_row_is_skipped_and_numbers_stay_finite(tmp_path: Path) -> Non
     assert store.day_total() == 0.001 + 0.1 + 0.1, "the unreadable rows' costs still count; the infinite one not"
 
 
-def test_an_unusable_place_is_reported_not_raised(tmp_path: Path) -> None:
+def test_an_unusable_place_raises_for_the_ledger_to_report(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    assert UsageStore.open(str(blocker / "sub"), 90) is None
+    with pytest.raises(OSError):
+        UsageStore.open(str(blocker / "sub"), 90)
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / DB_NAME).write_bytes(b"this is not a database" * 100)
+    with pytest.raises(sqlite3.DatabaseError):
+        UsageStore.open(str(garbage), 90)
     assert UsageStore.open(None, 90) is None

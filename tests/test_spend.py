@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -136,11 +137,139 @@ async def test_the_day_limit_counts_what_every_window_spent_today(
 
 
 @pytest.mark.parametrize("sidecar", [{"maxRequestCost": 0.0}], indirect=True)
-async def test_a_model_without_prices_is_not_guarded(sidecar: Sidecar, gateway: FakeServer) -> None:
-    for n in range(2):
-        await sidecar.request("gateway/chat", chat(f"p{n}", model="fake/plain"))
+async def test_a_model_without_prices_asks_and_an_approval_lets_it_through(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    with pytest.raises(JsonRpcException) as refused:
+        await sidecar.request("gateway/chat", chat("p0", model="fake/plain"))
+    data = refused.value.data
+    assert data["kind"] == "spend_limit" and data["scope"] == "unpriced"
+    assert data["estimate"] is None and data["limit"] == 0.0
+    assert "gives fake/plain no price" in refused.value.message
+    assert gateway.gateway.requests == [], "a limit is set and the cost is unknown: nothing was sent"
+    for n in range(1, 3):
+        await sidecar.request("gateway/chat", chat(f"p{n}", model="fake/plain", approvedUnpriced=True))
     assert len(gateway.gateway.requests) == 2
     assert sum("fake/plain has no price" in message for _, message in sidecar.logs) == 1, "said once"
+
+
+async def fresh_sidecar(gateway: FakeServer, tmp_path: Path, **settings: Any) -> Sidecar:
+    """A sidecar as after Restart Server or a crash: it has not listed the models (VS Code lists
+    them once per window, so the new process is never asked)."""
+    side = Sidecar()
+    await side.start(gateway.base_url, {"stateDir": str(tmp_path), "logLevel": "debug", **settings})
+    return side
+
+
+async def test_after_a_restart_the_request_limit_holds(gateway: FakeServer, tmp_path: Path) -> None:
+    side = await fresh_sidecar(gateway, tmp_path, maxRequestCost=0.000001)
+    try:
+        with pytest.raises(JsonRpcException) as refused:
+            await side.request("gateway/chat", chat("restart-1"))
+        data = refused.value.data
+        assert data["scope"] == "request" and data["estimate"] > GUARD_OUTPUT, "priced from the list it fetched"
+        assert gateway.gateway.requests == []
+        await side.request("gateway/chat", chat("restart-1b", approvedCost=1.0))
+        listed = [entry for entry in gateway.gateway.lookups if entry["path"] == "models"]
+        assert len(listed) == 1, "listed once, for the first guarded chat"
+    finally:
+        await side.stop()
+
+
+async def test_after_a_restart_whose_list_fails_the_limit_asks(gateway: FakeServer, tmp_path: Path) -> None:
+    side = await fresh_sidecar(gateway, tmp_path, maxRequestCost=100.0)
+    try:
+        with pytest.raises(JsonRpcException) as refused:
+            await side.request("gateway/chat", chat("restart-2", apiKey="models-500"))
+        assert refused.value.data["scope"] == "unpriced", "no list, no price: asked, not passed"
+        assert gateway.gateway.requests == []
+    finally:
+        await side.stop()
+
+
+@pytest.mark.parametrize("sidecar", [{"maxRequestCost": 0.01, "maxDailyCost": 5.0}], indirect=True)
+async def test_a_request_approval_does_not_lift_the_day_limit(
+    sidecar: Sidecar, gateway: FakeServer, tmp_path: Path
+) -> None:
+    other_window = UsageStore(tmp_path / DB_NAME, 90)
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+    other_window.put("w2", record_at(now, 4.999))
+    other_window.close()
+    with pytest.raises(JsonRpcException) as refused:
+        await sidecar.request("gateway/chat", chat("a1", approvedCost=1.0))
+    assert refused.value.data["scope"] == "day", "the day limit bounds the total whatever was approved"
+    assert gateway.gateway.requests == []
+    await sidecar.request("gateway/chat", chat("a2", approvedCost=1.0, approvedDay=True))
+    assert len(gateway.gateway.requests) == 1
+    with pytest.raises(JsonRpcException):
+        await sidecar.request("gateway/chat", chat("a3", approvedCost=1.0))  # the next asks again
+    assert len(gateway.gateway.requests) == 1
+
+
+@pytest.mark.parametrize("damage", ["garbage", "directory"])
+async def test_the_day_limit_holds_when_the_history_cannot_be_used(
+    gateway: FakeServer, tmp_path: Path, damage: str
+) -> None:
+    if damage == "garbage":
+        (tmp_path / DB_NAME).write_bytes(b"not a database " * 200)
+    else:
+        (tmp_path / DB_NAME).mkdir()
+    side = await fresh_sidecar(gateway, tmp_path, maxDailyCost=0.10)
+    try:
+        await side.request("gateway/models", {})
+        for n in range(3):
+            with pytest.raises(JsonRpcException) as refused:
+                await side.request("gateway/chat", chat(f"h{n}"))
+            data = refused.value.data
+            assert data["scope"] == "day" and data["spentToday"] is None
+            assert refused.value.message.startswith("Today's spend cannot be read (the usage history ")
+            assert "your daily limit of $0.10 cannot be checked" in refused.value.message
+        assert gateway.gateway.requests == [], "never '0 spent today'"
+        await side.request("gateway/chat", chat("h-approved", approvedDay=True))
+        assert len(gateway.gateway.requests) == 1
+        shown = [message for _, message in side.logs if message.startswith("shown: ")]
+        assert len(shown) == 1 and "usage history" in shown[0], "the user is told once"
+        usage = await side.request("gateway/usage", {})
+        assert usage["problem"] and usage["problem"].startswith("the usage history ") and usage["dayTotal"] is None
+    finally:
+        await side.stop()
+
+
+async def test_a_lock_taken_mid_session_neither_delays_a_chat_nor_loses_records(
+    gateway: FakeServer, tmp_path: Path
+) -> None:
+    side = await fresh_sidecar(gateway, tmp_path, maxDailyCost=5.0)
+    try:
+        await side.request("gateway/models", {})
+        await side.request("gateway/chat", chat("l1", "billed"))
+        await billed_for(side, "l1")
+        # Another program holds the write lock: in WAL, readers go on; writers wait (busy_timeout) and fail.
+        locker = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None, timeout=0)
+        locker.execute("BEGIN IMMEDIATE")
+        try:
+            await side.request("gateway/chat", chat("l2", "billed"))  # its record waits behind the lock
+            await asyncio.sleep(0.3)
+            started = asyncio.get_running_loop().time()
+            await side.request("gateway/chat", chat("l3", "billed"))
+            took = asyncio.get_running_loop().time() - started
+            assert took < 2.0, f"the guard waited {took:.1f} s behind a write stuck on the lock"
+            _, record = await billed_for(side, "l2", timeout=30)
+            during = await side.request("gateway/usage", {})
+            assert during["problem"] is not None, "the dashboard says why"
+            assert record["id"] in {r["id"] for r in during["records"]}, "kept in memory, shown"
+            assert during["dayTotal"] is not None
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        await billed_for(side, "l3", timeout=30)
+        await side.request("gateway/chat", chat("l4", "billed"))  # the next write takes what waited along
+        await billed_for(side, "l4")
+        after = await side.request("gateway/usage", {})
+        assert after["problem"] is None
+        stored = UsageStore(tmp_path / DB_NAME, None).records()
+        assert len(stored) == 4 and all(r["billed"] for r in stored), "every record reached the history, once"
+    finally:
+        await side.stop()
 
 
 ROUTING = {
@@ -226,13 +355,15 @@ async def test_without_a_usable_history_chats_still_answer_and_bill(gateway: Fak
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     side = Sidecar()
-    await side.start(gateway.base_url, {"stateDir": str(blocker), "maxDailyCost": 1.0})
+    await side.start(gateway.base_url, {"stateDir": str(blocker)})
     try:
         await side.request("gateway/models", {})
         result = await side.request("gateway/chat", chat("u1", "billed"))
         _, record = await billed_for(side, "u1")
         assert result["finishReason"] == "stop" and record["billed"] is True
-        assert await side.request("gateway/usage", {}) == {"records": [], "dayTotal": 0.0}
-        assert sum("usage history" in message for _, message in side.logs) == 1, "said once"
+        usage = await side.request("gateway/usage", {})
+        assert [r["id"] for r in usage["records"]] == [record["id"]], "kept in memory, shown"
+        assert usage["problem"] is not None
+        assert sum(message.startswith("shown: ") for _, message in side.logs) == 1, "told once"
     finally:
         await side.stop()

@@ -58,7 +58,7 @@ function draw(data: Data): void {
   charts.push(spendChart(data), tokensChart(data.records), cacheChart(data.records));
   fillTable(data.records);
   summary.textContent = describe(data);
-  summary.classList.remove('error');
+  summary.classList.toggle('error', data.problem !== null);
 }
 
 function spendChart(data: Data): Chart {
@@ -136,7 +136,9 @@ function describe(data: Data): string {
   const total = data.records.reduce((sum, r) => sum + (r.cost ?? 0), 0);
   const estimated = data.records.some((r) => r.cost !== null && !r.billed) ? ' (≈: some costs are estimates)' : '';
   const cut = data.truncated ? ` Only the first ${data.records.length} requests of the range are shown.` : '';
-  return `${data.since} to ${data.until}: ${data.records.length} requests, ${money(total)}${estimated}. Today (UTC): ${money(data.dayTotal)}.${cut}`;
+  const today = data.dayTotal === null ? 'unknown' : money(data.dayTotal);
+  const problem = data.problem ? ` The usage history cannot be used now: ${data.problem}; requests since then are kept in memory and shown.` : '';
+  return `${data.since} to ${data.until}: ${data.records.length} requests, ${money(total)}${estimated}. Today (UTC): ${today}.${cut}${problem}`;
 }
 
 window.addEventListener('message', (event: MessageEvent<ToWebview>) => {

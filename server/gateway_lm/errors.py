@@ -30,7 +30,8 @@ ErrorKind = TypeAliasType(
         "spend_limit",
     ],
 )
-SpendScope = TypeAliasType("SpendScope", Literal["request", "day"])
+# Which check refused: the request limit, the day limit, or either when the model has no price.
+SpendScope = TypeAliasType("SpendScope", Literal["request", "day", "unpriced"])
 
 
 class ErrorData(TypedDict):
@@ -41,19 +42,20 @@ class ErrorData(TypedDict):
     retryAfter: float | None
     settings: NotRequired[list[str]]  # gateway/configure: the names of the invalid settings
     # spend_limit (rfcs/0006-spend.md): the estimate and the limit it passes, in USD
-    estimate: NotRequired[float]
+    estimate: NotRequired[float | None]
     limit: NotRequired[float]
     scope: NotRequired[SpendScope]
-    spentToday: NotRequired[float]
+    spentToday: NotRequired[float | None]
 
 
 class SpendData(TypedDict):
-    """What a `spend_limit` error adds to its data."""
+    """What a `spend_limit` error adds to its data. `estimate` is None when the model has no price,
+    `spentToday` when today's spend cannot be read: the limits then ask rather than pass."""
 
-    estimate: float
+    estimate: float | None
     limit: float
     scope: SpendScope
-    spentToday: float
+    spentToday: float | None
 
 
 # What to do next, appended to the gateway's own words so every message names a fix.

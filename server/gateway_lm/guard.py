@@ -42,21 +42,49 @@ def usage_cost(usage: UsagePart, pricing: Pricing | None) -> float | None:
     return (fresh * pricing.input + cached * cache_price + usage["outputTokens"] * pricing.output) / PER_MILLION
 
 
-def check(estimate: float, settings: Settings, spent_today: float, approved: float | None) -> None:
-    """Raises the `spend_limit` error when the estimate passes a limit and was not approved."""
-    if approved is not None and estimate <= approved + APPROVAL_SLACK:
-        return
+def check(
+    estimate: float,
+    settings: Settings,
+    spent_today: float | None,
+    approved_cost: float | None,
+    approved_day: bool,
+    why_unread: str | None = None,
+) -> None:
+    """Raises the `spend_limit` error when the estimate passes a limit the user did not approve it
+    past. An approved cost covers the request limit only: the day limit bounds the total whatever was
+    approved before, and today's spend that cannot be read (None) asks rather than passes."""
     limit = settings.maxRequestCost
-    if limit is not None and estimate > limit:
+    covered = approved_cost is not None and estimate <= approved_cost + APPROVAL_SLACK
+    if limit is not None and estimate > limit and not covered:
         message = f"This request will cost about {usd(estimate)} (your limit is {usd(limit)})."
         raise _refusal(message, {"estimate": estimate, "limit": limit, "scope": "request", "spentToday": spent_today})
     limit = settings.maxDailyCost
-    if limit is not None and spent_today + estimate > limit:
+    if limit is None or approved_day:
+        return
+    if spent_today is None:
+        why = f" ({why_unread})" if why_unread else ""
+        message = (
+            f"Today's spend cannot be read{why}, so your daily limit of {usd(limit)} cannot be checked."
+            f" This request will cost about {usd(estimate)}."
+        )
+        raise _refusal(message, {"estimate": estimate, "limit": limit, "scope": "day", "spentToday": None})
+    if spent_today + estimate > limit:
         message = (
             f"This request would bring today's spend to about {usd(spent_today + estimate)}"
             f" (your daily limit is {usd(limit)})."
         )
         raise _refusal(message, {"estimate": estimate, "limit": limit, "scope": "day", "spentToday": spent_today})
+
+
+def unpriced_refusal(model: str, settings: Settings) -> GatewayError:
+    """A limit is set and the model list gives this model no price: its cost cannot be checked."""
+    limit = settings.maxRequestCost if settings.maxRequestCost is not None else settings.maxDailyCost
+    assert limit is not None, "the guard runs only when a limit is set"
+    message = (
+        f"The model list gives {model} no price, so this request's cost cannot be checked against"
+        f" your spend limit of {usd(limit)}."
+    )
+    return _refusal(message, {"estimate": None, "limit": limit, "scope": "unpriced", "spentToday": None})
 
 
 def usd(amount: float) -> str:

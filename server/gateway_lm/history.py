@@ -23,6 +23,9 @@ log = logging.getLogger("gateway_lm.history")
 
 DB_NAME = "usage.sqlite3"
 BUSY_TIMEOUT_MS = 5000
+# The spend guard reads today's total on a chat's path: it waits at most this long for a lock another
+# window (or a write of ours) holds, then the ledger uses what it last read (rfcs/0006-spend.md).
+GUARD_READ_TIMEOUT_S = 0.5
 DEFAULT_LIMIT = 5000
 MAX_LIMIT = 50_000
 MAX_COST = 1_000_000.0  # USD; a record above it is damage, not a request
@@ -101,25 +104,25 @@ class UsageStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Autocommit: each statement is its own transaction, held for as short as it takes.
         self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-        self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")  # in WAL: durable but for the last commits on power loss
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")  # in WAL: durable but for the last commits on power loss
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error:
+            self._db.close()
+            raise
         self._pruned_on = ""
         if retention_days is not None:  # None: a reader that keeps what the windows keep (the CLI)
             self.prune()
 
     @classmethod
     def open(cls, state_dir: str | None, retention_days: int | None) -> UsageStore | None:
-        """The store in `state_dir`; None (and one warning) when there is none or it cannot be opened."""
+        """The store in `state_dir`, None when there is none; raises sqlite3.Error or OSError when it
+        cannot be opened (the ledger says why and tries again later)."""
         if not state_dir:
             return None
-        path = Path(state_dir) / DB_NAME
-        try:
-            return cls(path, retention_days)
-        except (sqlite3.Error, OSError) as error:
-            log.warning("the usage history %s cannot be used (%s); requests are not recorded", path, error)
-            return None
+        return cls(Path(state_dir) / DB_NAME, retention_days)
 
     def close(self) -> None:
         with self._lock:
@@ -162,10 +165,22 @@ class UsageStore:
             log.warning("usage history: %d unreadable records skipped", len(rows) - len(records))
         return records
 
-    def day_total(self, day: str | None = None) -> float:
-        """USD spent on `day` (UTC; today by default), by every window."""
-        with self._lock:
-            rows = self._db.execute("SELECT cost FROM usage WHERE day = ?", (day or utc_day(),)).fetchall()
+    def day_total(self, day: str | None = None, wait: float | None = None) -> float:
+        """USD spent on `day` (UTC; today by default), by every window. With `wait`, gives up after
+        that many seconds behind a lock (ours or another window's) with sqlite3.OperationalError."""
+        query = ("SELECT cost FROM usage WHERE day = ?", (day or utc_day(),))
+        if wait is None:
+            with self._lock:
+                rows = self._db.execute(*query).fetchall()
+        else:
+            if not self._lock.acquire(timeout=wait):
+                raise sqlite3.OperationalError("the usage history is busy (a write is waiting for a lock)")
+            try:
+                self._db.execute(f"PRAGMA busy_timeout = {round(wait * 1000)}")
+                rows = self._db.execute(*query).fetchall()
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                self._lock.release()
         return math.fsum(_cost(row[0]) or 0.0 for row in rows)
 
 

@@ -13,16 +13,18 @@ import datetime
 import logging
 import math
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from pathlib import Path
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
 from .client import GatewayClient
-from .guard import check, request_estimate, usage_cost
-from .history import DEFAULT_LIMIT, MAX_LIMIT, UsageRecord, UsageStore
+from .guard import check, request_estimate, unpriced_refusal, usage_cost
+from .history import DB_NAME, DEFAULT_LIMIT, GUARD_READ_TIMEOUT_S, MAX_LIMIT, UsageRecord, UsageStore, utc_day
 from .models import ModelInfo, Pricing
 from .params import ChatParams, validated
 from .pipeline import ChatOutcome
@@ -33,7 +35,8 @@ from .tokens import count_request
 from .usage import MAX_ID
 
 log = logging.getLogger("gateway_lm.ledger")
-_T = TypeVar("_T")
+REOPEN_INTERVAL_S = 10.0  # an unusable history is tried again at most this often
+MAX_PENDING = 10_000  # records kept in memory while the history cannot be written
 
 
 class CreditsParams(BaseModel):
@@ -50,7 +53,8 @@ class UsageParams(BaseModel):
 
 class UsageResult(TypedDict):
     records: list[UsageRecord]  # newest first
-    dayTotal: float  # USD spent today (UTC) by every window
+    dayTotal: float | None  # USD spent today (UTC) by every window; None: the history cannot be read
+    problem: str | None  # why the history cannot be used now (the dashboard says so)
 
 
 class BilledNotification(TypedDict):
@@ -61,45 +65,117 @@ class BilledNotification(TypedDict):
 
 
 class Ledger:
-    def __init__(self, client: Callable[[], GatewayClient], notify: Callable[[BilledNotification], None]) -> None:
+    """The spend around each chat. The usage history may be unusable for a while (another program
+    holds a lock, the file is damaged, the folder is read-only): records then wait in memory and are
+    written once it can be used again, today's total is what was last read plus what this process
+    spent since, and the user is told once (rfcs/0006-spend.md, "When the history cannot be used")."""
+
+    def __init__(
+        self,
+        client: Callable[[], GatewayClient],
+        notify: Callable[[BilledNotification], None],
+        tell: Callable[[str], None] = lambda message: None,
+    ) -> None:
         self._client = client
         self._notify = notify
+        self._tell = tell  # a warning the user sees (once per cause)
         self.settings = Settings()
         self.store: UsageStore | None = None
-        self._unpriced: set[str] = set()  # models the guard said it cannot price, once each
+        self.problem: str | None = None  # why the history cannot be used now
+        self._told: set[str] = set()
+        self._unpriced: set[str] = set()  # models a guarded request went out on without a price, once each
+        self._pending: dict[str, UsageRecord] = {}  # records not written yet, by their row's key
+        self._day_read: tuple[str, float] | None = None  # (UTC day, total) as last read from the history
+        self._since_read: dict[str, float] = {}  # today's records written after that read: key → USD
+        self._opened_at = 0.0  # monotonic time of the last attempt to open the history
+        self._reopening: set[asyncio.Future[None]] = set()
 
     def apply(self, settings: Settings) -> None:
         if settings.stateDir != self.settings.stateDir:
             if self.store is not None:
                 self.store.close()
-            self.store = UsageStore.open(settings.stateDir, settings.usageRetentionDays)
+            self.store, self._day_read = None, None
+            self.settings = settings
+            self._open()
         elif self.store is not None:
             self.store.retain(settings.usageRetentionDays)
         self.settings = settings
 
+    def _open(self) -> None:
+        self._opened_at = time.monotonic()
+        state_dir = self.settings.stateDir
+        if not state_dir:
+            return
+        try:
+            self.store = UsageStore.open(state_dir, self.settings.usageRetentionDays)
+        except (sqlite3.Error, OSError) as error:
+            self._trouble(f"the usage history {Path(state_dir) / DB_NAME} cannot be opened ({error})")
+            return
+        if self.problem is not None:
+            log.info("the usage history can be used again")
+        self.problem = None
+
+    def _trouble(self, problem: str) -> None:
+        self.problem = problem
+        log.warning("%s", problem)
+        cause = problem.split(" (", 1)[0]  # the same trouble again with another errno is not news
+        if cause in self._told:
+            return
+        self._told.add(cause)
+        self._tell(
+            f"Vercel AI Gateway: {problem}. Chats still work; their usage records are kept in memory"
+            " and written when the history can be used again."
+        )
+
     # ---- before a chat ----
+
+    def guards(self) -> bool:
+        return self.settings.maxRequestCost is not None or self.settings.maxDailyCost is not None
 
     async def guard(self, request: ChatParams, body: dict[str, Any], model: ModelInfo | None, factor: float) -> None:
         """Raises `spend_limit` when the estimate of `body` (the request as it will be sent: translated
-        and fitted, pipeline.prepare) passes a limit the user set."""
+        and fitted, pipeline.prepare) passes a limit the user set, or when a limit is set and the
+        estimate or today's spend cannot be known: the limits fail closed (rfcs/0006-spend.md)."""
         settings = self.settings
-        if settings.maxRequestCost is None and settings.maxDailyCost is None:
+        if not self.guards():
             return
         pricing = model.pricing if model is not None else Pricing()
         max_output = settings.maxOutputTokens or (model.maxOutputTokens if model is not None else 0)
         if request_estimate(0, pricing, max_output) is None:
+            if not request.approvedUnpriced:
+                raise unpriced_refusal(request.model, settings)
             if request.model not in self._unpriced:
                 self._unpriced.add(request.model)
-                log.info("%s has no price in the model list: the spend limits do not apply to it", request.model)
+                log.info("%s has no price in the model list: sent as the user approved", request.model)
             return
         tokens = math.ceil(await asyncio.to_thread(count_request, body, request.model) * factor)
         estimate = request_estimate(tokens, pricing, max_output) or 0.0
-        spent = await self.spent_today() if settings.maxDailyCost is not None else 0.0
-        check(estimate, settings, spent, request.approvedCost)
+        spent = await self.spent_today(GUARD_READ_TIMEOUT_S) if settings.maxDailyCost is not None else 0.0
+        check(estimate, settings, spent, request.approvedCost, request.approvedDay, self.problem)
 
-    async def spent_today(self) -> float:
-        total = await self._in_thread(lambda store: store.day_total())
-        return total or 0.0
+    async def spent_today(self, wait: float | None = None) -> float | None:
+        """USD spent today (UTC) by every window; None when the history has not been read today.
+        A read that fails or waits past `wait` falls back to the last read plus what this process
+        wrote since, so a lock another program holds neither stops nor delays a chat."""
+        today = utc_day()
+        store = self.store
+        if store is None:
+            self._reopen_later()
+        else:
+            try:
+                total = await asyncio.to_thread(store.day_total, today, wait)
+            except sqlite3.Error as error:
+                self._trouble(f"the usage history {store.path} cannot be read ({error})")
+            else:
+                self._day_read = (today, total)
+                self._since_read = {}
+                return total + self._pending_today(today)
+        if self._day_read is None or self._day_read[0] != today:
+            return None
+        return self._day_read[1] + math.fsum(self._since_read.values()) + self._pending_today(today)
+
+    def _pending_today(self, today: str) -> float:
+        return math.fsum(r["cost"] or 0.0 for r in self._pending.values() if r["time"][:10] == today)
 
     # ---- after a chat ----
 
@@ -137,23 +213,59 @@ class Ledger:
         request = validated(UsageParams, params)
         since = request.since.isoformat() if request.since else None
         until = request.until.isoformat() if request.until else None
-        records = await self._in_thread(lambda store: store.records(since, until, request.limit))
-        return {"records": records or [], "dayTotal": await self.spent_today()}
+        records: list[UsageRecord] = []
+        store = self.store
+        if store is None:
+            self._reopen_later()
+        else:
+            try:
+                records = await asyncio.to_thread(store.records, since, until, request.limit)
+            except sqlite3.Error as error:
+                self._trouble(f"the usage history {store.path} cannot be read ({error})")
+        waiting = [r for r in self._pending.values() if (since or "") <= r["time"][:10] <= (until or "9999-12-31")]
+        if waiting:  # not written yet, but spent: the dashboard shows them
+            records = sorted([*records, *waiting], key=lambda r: r["time"], reverse=True)[: request.limit]
+        spent = await self.spent_today()
+        return {"records": records, "dayTotal": spent, "problem": self.problem}
 
     # ---- the store, from a worker thread ----
 
     async def _put(self, key: str, record: UsageRecord) -> None:
-        await self._in_thread(lambda store: store.put(key, record))
-
-    async def _in_thread(self, work: Callable[[UsageStore], _T]) -> _T | None:
+        self._pending[key] = record
+        if self.store is None and time.monotonic() - self._opened_at >= REOPEN_INTERVAL_S:
+            await asyncio.to_thread(self._open)
         store = self.store
         if store is None:
-            return None
-        try:
-            return await asyncio.to_thread(work, store)
-        except sqlite3.Error as error:  # busy past the timeout, a full disk, a damaged file
-            log.warning("usage history: %s", error)
-            return None
+            self._bound_pending()
+            return
+        for waiting_key, waiting in list(self._pending.items()):  # oldest first: dicts keep their order
+            try:
+                await asyncio.to_thread(store.put, waiting_key, waiting)
+            except sqlite3.Error as error:  # busy past the timeout, a full disk, a damaged file
+                self._trouble(f"the usage history {store.path} cannot be written ({error})")
+                self._bound_pending()
+                return
+            if self._pending.get(waiting_key) is waiting:
+                del self._pending[waiting_key]
+            if waiting["time"][:10] == utc_day():
+                self._since_read[waiting_key] = waiting["cost"] or 0.0
+        if self.problem is not None:
+            log.info("the usage history can be written again; every record kept in memory is in it")
+            self.problem = None
+
+    def _bound_pending(self) -> None:
+        while len(self._pending) > MAX_PENDING:
+            dropped = next(iter(self._pending))
+            del self._pending[dropped]
+            log.warning("usage history: %d records wait in memory; the oldest was dropped", MAX_PENDING)
+
+    def _reopen_later(self) -> None:
+        """Tries to open the history again off the caller's path (opening may wait for a lock)."""
+        if self.settings.stateDir and time.monotonic() - self._opened_at >= REOPEN_INTERVAL_S:
+            self._opened_at = time.monotonic()
+            task = asyncio.ensure_future(asyncio.to_thread(self._open))
+            self._reopening.add(task)
+            task.add_done_callback(self._reopening.discard)
 
 
 def estimated(model: str, usage: UsagePart, response_id: str | None, known: ModelInfo | None) -> UsageRecord:

@@ -40,8 +40,12 @@ class ChatParams(ChatRequest):
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
     requestId: str | int
     apiKey: str | None = None
-    # USD the user approved for this request after the spend guard asked (rfcs/0006-spend.md)
+    # What the user approved after the spend guard asked (rfcs/0006-spend.md): a request estimated at
+    # most `approvedCost` USD passes the request limit; `approvedDay` lets this request pass the day
+    # limit; `approvedUnpriced` lets a request on a model without a price pass both.
     approvedCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
+    approvedDay: bool = False
+    approvedUnpriced: bool = False
 
 
 class CountParams(BaseModel):

@@ -85,7 +85,10 @@ class Sidecar:
         self.outbox = Outbox(None)  # given the stdout writer when serving starts
         self._shown_problems = ""  # the invalid settings last shown to the user
         self._chats: set[str | int] = set()  # requestIds of the chats running now
-        self.ledger = Ledger(lambda: self.client, lambda billed: self._notify("gateway/billed", billed))
+        self.ledger = Ledger(
+            lambda: self.client, lambda billed: self._notify("gateway/billed", billed), self._warn_user
+        )
+        self._listing: asyncio.Future[None] | None = None  # the catalogue a guarded chat waits for
 
     # ---- setup ----
 
@@ -130,6 +133,9 @@ class Sidecar:
     def _notify(self, method: str, params: Mapping[str, object]) -> None:
         self.protocol.send_message({"jsonrpc": "2.0", "method": method, "params": params})
 
+    def _warn_user(self, message: str) -> None:
+        self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
     def _log_to_client(self, level: int, message: str) -> None:
         kind = _LSP_LEVELS.get(level, types.MessageType.Log)
         self.server.window_log_message(types.LogMessageParams(type=kind, message=message))
@@ -145,6 +151,23 @@ class Sidecar:
         log.info("%d language models listed", len(models))
         entries = [picker_entry(m, self.budget.factor(m.id, self.accounting.factor(m.id))) for m in models]
         return {"models": entries}
+
+    async def _priced(self, model: str, key: str | None) -> ModelInfo | None:
+        """The model's entry for the spend guard when this sidecar has not listed the models yet (a
+        restart, or a start whose list came from the extension's cache): the list is fetched once,
+        shared by the chats that wait for it. A failure leaves the model unpriced, which the guard
+        asks about (rfcs/0006-spend.md)."""
+        if not self.models:
+            if self._listing is None or (self._listing.done() and not self.models):
+                self._listing = asyncio.ensure_future(self._list_for_guard(key))
+            await asyncio.shield(self._listing)
+        return self.models.get(model)
+
+    async def _list_for_guard(self, key: str | None) -> None:
+        try:
+            await self.models_list({"apiKey": key})
+        except GatewayError as error:
+            log.warning("the model list could not be read for the spend guard: %s", error.message)
 
     def _with_learned_limit(self, model: ModelInfo) -> ModelInfo:
         limit = self.accounting.limits.get(model.id)
@@ -170,6 +193,8 @@ class Sidecar:
     async def _chat(self, request: ChatParams) -> ChatResult:
         self.redact.add(request.apiKey)
         known = self.models.get(request.model)
+        if known is None and self.ledger.guards():
+            known = await self._priced(request.model, request.apiKey)
         if known is not None and not known.capabilities.toolCalling and request.tools:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []

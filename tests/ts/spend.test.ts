@@ -95,13 +95,35 @@ test('approval: covers up to twice the approved estimate, for ten minutes', () =
   assert.equal(carriedCost(approval, 999_999), undefined, 'a clock that went back does not stretch it');
   let now = 0;
   const approvals = new Approvals(() => now);
-  assert.equal(approvals.carriedCost(), undefined);
-  approvals.approve(0.1);
+  const refusal = (scope: 'request' | 'day' | 'unpriced', estimate: number | null): Refusal => ({
+    scope,
+    estimate,
+    limit: 0.01,
+    spentToday: null,
+    message: '',
+  });
+  assert.deepEqual(approvals.carried('m'), { approvedCost: undefined, approvedUnpriced: undefined });
+  assert.deepEqual(approvals.approve(refusal('request', 0.1), 'm'), { approvedCost: 0.1 });
   now = APPROVAL_MS;
-  assert.equal(approvals.carriedCost(), 0.2);
-  approvals.approve(0.05); // a new Send replaces the old approval and starts its window again
+  assert.equal(approvals.carried('m').approvedCost, 0.2);
+  approvals.approve(refusal('request', 0.05), 'm'); // a new Send replaces the old approval and starts its window again
   now = 2 * APPROVAL_MS;
-  assert.equal(approvals.carriedCost(), 0.1);
+  assert.equal(approvals.carried('m').approvedCost, 0.1);
+});
+
+test('approval: a Send past the day limit covers that request only; one on an unpriced model carries for that model', () => {
+  let now = 0;
+  const approvals = new Approvals(() => now);
+  const day: Refusal = { scope: 'day', estimate: 0.02, limit: 5, spentToday: 4.99, message: '' };
+  assert.deepEqual(approvals.approve(day, 'm'), { approvedDay: true });
+  assert.deepEqual(approvals.carried('m'), { approvedCost: undefined, approvedUnpriced: undefined }, 'the day limit bounds the total');
+  const unpriced: Refusal = { scope: 'unpriced', estimate: null, limit: 5, spentToday: null, message: '' };
+  assert.deepEqual(approvals.approve(unpriced, 'free/model'), { approvedUnpriced: true });
+  now = APPROVAL_MS;
+  assert.equal(approvals.carried('free/model').approvedUnpriced, true);
+  assert.equal(approvals.carried('other/model').approvedUnpriced, undefined, 'per model');
+  now = APPROVAL_MS + 1;
+  assert.equal(approvals.carried('free/model').approvedUnpriced, undefined, 'lapsed');
 });
 
 test('a spend_limit error is read off the JSON-RPC error; a malformed one is not trusted', () => {
@@ -110,6 +132,12 @@ test('a spend_limit error is read off the JSON-RPC error; a malformed one is not
   assert.deepEqual(spendLimitOf(new ResponseError(-32001, message, data)), { estimate: 0.42, limit: 0.25, scope: 'request', spentToday: 1, message });
   assert.equal(spendLimitOf(new ResponseError(-32001, message, { ...data, estimate: 'a lot' })), undefined);
   assert.equal(spendLimitOf(new ResponseError(-32001, message, { ...data, scope: 'week' })), undefined);
+  assert.equal(spendLimitOf(new ResponseError(-32001, message, { ...data, estimate: null })), undefined, 'a request refusal has its estimate');
+  assert.equal(spendLimitOf(new ResponseError(-32001, message, { ...data, spentToday: null })), undefined);
+  const unpriced = { ...data, scope: 'unpriced', estimate: null, spentToday: null };
+  assert.equal(spendLimitOf(new ResponseError(-32001, 'The model list gives x no price', unpriced))?.scope, 'unpriced');
+  const unread = { ...data, scope: 'day', spentToday: null };
+  assert.equal(spendLimitOf(new ResponseError(-32001, "Today's spend cannot be read", unread))?.spentToday, null);
   assert.equal(spendLimitOf(new ResponseError(-32001, 'no', { kind: 'auth', status: 401 })), undefined);
   assert.equal(spendLimitOf(undefined), undefined);
 });

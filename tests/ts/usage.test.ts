@@ -131,7 +131,7 @@ test('the panel: a range from the page becomes gateway/usage, bad records are dr
   const rpc = {
     request: async (method: string, params: unknown) => {
       asked.push([method, params]);
-      return { records: [record({ model: 'acme/a, b' }), { ...record(), cost: -1 }], dayTotal: 0.5 };
+      return { records: [record({ model: 'acme/a, b' }), { ...record(), cost: -1 }], dayTotal: 0.5, problem: null };
     },
   } as unknown as Rpc;
   const warnings: string[] = [];
@@ -144,7 +144,7 @@ test('the panel: a range from the page becomes gateway/usage, bad records are dr
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.deepEqual(asked, [['gateway/usage', { since: '2026-11-01', until: '2026-11-02', limit: USAGE_LIMIT }]], 'a bad range is not asked');
   assert.deepEqual(panel.posted, [
-    { type: 'data', since: '2026-11-01', until: '2026-11-02', records: [record({ model: 'acme/a, b' })], dayTotal: 0.5, truncated: false },
+    { type: 'data', since: '2026-11-01', until: '2026-11-02', records: [record({ model: 'acme/a, b' })], dayTotal: 0.5, problem: null, truncated: false },
   ]);
   assert.equal(warnings.length, 2, 'one for the dropped record, one for the bad message');
   stub.answers.saveDialog.push(stub.Uri.file('/tmp/usage.csv'));

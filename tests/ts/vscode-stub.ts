@@ -272,6 +272,8 @@ export const answers = {
   quickPick: [] as (string | undefined)[],
   errorButton: [] as (string | undefined)[],
   infoButton: [] as (string | undefined)[],
+  /** The title of the button clicked in the next warning that offers buttons (the spend dialog). */
+  warningButton: [] as (string | undefined)[],
   saveDialog: [] as (Uri | undefined)[],
 };
 /** The items of each quick pick shown; an answer picks the item with that label. */
@@ -286,9 +288,12 @@ export const window = {
     const clicked = answers.errorButton.shift();
     return Promise.resolve(items.find((item) => item.title === clicked));
   },
-  showWarningMessage: (message: string, ..._actions: string[]) => {
+  showWarningMessage: (message: string, ...rest: unknown[]) => {
     shownWarnings.push(message);
-    return Promise.resolve(undefined);
+    const items = rest.filter((item): item is { title: string } => typeof item === 'object' && item !== null && 'title' in item);
+    if (!items.length) return Promise.resolve(undefined);
+    const clicked = answers.warningButton.shift();
+    return Promise.resolve(items.find((item) => item.title === clicked));
   },
   showInformationMessage: (message: string, ...actions: string[]) => {
     shownInfos.push({ message, actions });
