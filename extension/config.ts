@@ -54,6 +54,20 @@ export const SETTINGS = [
 ] as const;
 export type Setting = (typeof SETTINGS)[number];
 
+/** The settings a workspace may set (scope `window` in package.json) that change what requests
+ * cost: a project's reasoning effort and output limit, its attribution (billed per unique value on
+ * some plans). The user is told once when a workspace sets them (extension/overrides.ts). Every
+ * setting that moves the key, runs a binary, lifts a limit or deletes history is `application` or
+ * `machine` scoped instead, so VS Code ignores a workspace's value for it (rfcs/0007). */
+export const WORKSPACE_COSTLY: readonly Setting[] = [
+  'reasoningEffort',
+  'reasoningEffortByModel',
+  'maxOutputTokens',
+  'attribution.user',
+  'attribution.tags',
+  'attribution.tagWorkspace',
+];
+
 /** The full id of a setting, as the Settings editor and `affectsConfiguration` name it. */
 export function settingId(name: Setting): string {
   return `${SECTION}.${name}`;

@@ -7,6 +7,7 @@ import { Credits } from './credits';
 import { askToSend } from './guard';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
+import { tellWorkspaceCostly } from './overrides';
 import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
 import { redacting, SidecarConnection, sidecarSecrets } from './sidecar';
@@ -63,6 +64,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const saveCounts = () =>
     saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
   const saver = setInterval(() => void saveCounts(), 10_000);
+  const tellCostly = () => void tellWorkspaceCostly(context.workspaceState).catch((error: Error) => warn(error.message));
+  tellCostly();
 
   context.subscriptions.push(
     log,
@@ -84,6 +87,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeWorkspaceFolders(() => void sidecar.configure()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       settingSecrets = [...new Set([...settingSecrets, ...sidecarSecrets()])]; // an old one may still be quoted
+      if (event.affectsConfiguration(SECTION)) tellCostly();
       if (event.affectsConfiguration(settingId('pythonPath'))) void sidecar.restart().catch(() => undefined);
       else if (event.affectsConfiguration(SECTION) || NETWORK_SETTINGS.some((name) => event.affectsConfiguration(`${NETWORK_SECTION}.${name}`)))
         void sidecar.configure().then(() => provider.refresh());

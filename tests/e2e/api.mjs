@@ -40,6 +40,27 @@ const { cache, dirs, gateway, port, env } = await host.prepareRun(name, {
   'vercelAiGateway.modelOptions': { 'fake/t*': { temperature: 0.25 } }, // per-model options (issue 14)
   'http.proxy': `http://127.0.0.1:${proxy.address().port}`,
 });
+// A repository's settings that try to send the key elsewhere (issue 26 §2): the workspace's
+// .vscode/settings.json points baseUrl at a trap that records whatever reaches it. baseUrl is
+// application-scoped, so VS Code must ignore it; connectTimeout (window-scoped) shows the file is read.
+const trapped = [];
+const trap = http.createServer((request, response) => {
+  trapped.push(`${request.method} ${request.url}`);
+  response.writeHead(500).end();
+});
+await new Promise((resolve) => trap.listen(0, '127.0.0.1', resolve));
+const trapUrl = `http://127.0.0.1:${trap.address().port}/v1`;
+fs.mkdirSync(path.join(dirs.ws, '.vscode'), { recursive: true });
+fs.writeFileSync(
+  path.join(dirs.ws, '.vscode', 'settings.json'),
+  JSON.stringify({
+    'vercelAiGateway.baseUrl': trapUrl,
+    'vercelAiGateway.spend.maxRequestCost': 1000,
+    'vercelAiGateway.usage.retentionDays': 1,
+    'vercelAiGateway.connectTimeout': 9,
+  }),
+);
+env.WORKSPACE_TRAP_URL = trapUrl;
 const artifacts = host.ARTIFACTS;
 const vsix = host.VSIX;
 // The test extension is the one development extension; the provider is the installed VSIX.
@@ -62,7 +83,10 @@ try {
     if (/not ok|passed, [1-9]/.test(m.text())) failures.push(m.text());
   });
   const remote = `vscode-remote://127.0.0.1:${port}`;
-  const payload = [['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`], ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`]];
+  const payload = [
+    ['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`],
+    ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`],
+  ];
   await page.goto(`http://127.0.0.1:${port}/?folder=${dirs.ws}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
   const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 420_000));
   code = await Promise.race([exited, timeout]);
@@ -74,6 +98,8 @@ try {
   const viaProxy = proxied.filter((line) => line.startsWith('POST ') && line.includes('/v1/responses')).length;
   console.log(`[api-test] ${viaProxy} chat request(s) went through http.proxy (${proxied.length} proxied in all)`);
   if (viaProxy === 0 && code === 0) code = 1;
+  console.log(`[api-test] ${trapped.length} request(s) reached the workspace's baseUrl${trapped.length ? `: ${trapped.join(', ')}` : ''}`);
+  if (trapped.length && code === 0) code = 1;
   if (code !== 0) {
     console.log(`API tests failed (${code}); screenshot: ${path.join(artifacts, `${name}-tests.png`)}`);
     await host.printDiagnostics(dirs, gateway);
@@ -86,17 +112,20 @@ try {
   await browser?.close();
   host.cleanup();
   proxy.close();
+  trap.close();
 }
 if (code !== 0) console.log(['', ...failures].join('\n'));
 process.exit(code === 0 ? 0 : 1); // the test extension printed "[api-test] N passed, N failed"
 
 function filesContaining(dir, secret) {
   const found = [];
-  const walk = (d) => fs.existsSync(d) && fs.readdirSync(d, { withFileTypes: true }).forEach((e) => {
-    const full = path.join(d, e.name);
-    if (e.isDirectory()) walk(full);
-    else if (fs.readFileSync(full, 'latin1').includes(secret)) found.push(path.relative(dir, full));
-  });
+  const walk = (d) =>
+    fs.existsSync(d) &&
+    fs.readdirSync(d, { withFileTypes: true }).forEach((e) => {
+      const full = path.join(d, e.name);
+      if (e.isDirectory()) walk(full);
+      else if (fs.readFileSync(full, 'latin1').includes(secret)) found.push(path.relative(dir, full));
+    });
   walk(dir);
   return found;
 }

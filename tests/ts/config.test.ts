@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { COMMANDS, SECTION, SETTINGS, settingId, VENDOR } from '../../extension/config';
+import { COMMANDS, SECTION, Setting, SETTINGS, settingId, VENDOR, WORKSPACE_COSTLY } from '../../extension/config';
 
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as {
   contributes: {
     commands: { command: string }[];
-    configuration: { properties: Record<string, unknown> };
+    configuration: { properties: Record<string, { scope?: string }> };
     languageModelChatProviders: { vendor: string; managementCommand: string }[];
   };
 };
@@ -22,4 +22,44 @@ test('every setting the extension reads is declared, and every declared setting 
 test('the commands and the vendor are the declared ones', () => {
   assert.deepEqual(Object.values(COMMANDS).sort(), manifest.contributes.commands.map((c) => c.command).sort());
   assert.deepEqual(manifest.contributes.languageModelChatProviders, [{ vendor: VENDOR, displayName: 'Vercel AI Gateway', managementCommand: COMMANDS.manage }]);
+});
+
+// Issue 26 §2: what a repository's .vscode/settings.json may change. VS Code ignores a workspace's
+// value of an `application` or `machine` setting; `window` (the default when no scope is written)
+// lets any trusted workspace set it.
+const USER_ONLY: Record<string, string> = {
+  baseUrl: 'moves the API key to another host',
+  pythonPath: 'runs another interpreter',
+  caBundle: 'decides which servers the key is sent to',
+  modelOptions: 'extra body and headers: a provider key, store: true, any option',
+  'spend.maxRequestCost': 'lifts a spend limit',
+  'spend.maxDailyCost': 'lifts a spend limit',
+  'usage.retentionDays': "deletes every window's history",
+  'routing.order': 'routes prompts to other providers',
+  'routing.only': 'routes prompts to other providers',
+  'routing.fallbackModels': 'sends prompts to other models, at their price',
+  'routing.sort': 'changes which provider is paid',
+  'routing.zeroDataRetention': 'turns a privacy setting off',
+  'routing.disallowPromptTraining': 'turns a privacy setting off',
+  'routing.serviceTier': 'priority costs more',
+  'routing.caching': 'changes what is billed',
+};
+// Per workspace on purpose, and harmless to the user's key, money and data.
+const PER_WORKSPACE: readonly Setting[] = ['outputReservation', 'thinking', 'logLevel', 'connectTimeout', 'idleTimeout', 'requestTimeout', 'maxRetries'];
+
+test('every setting names its scope; none a workspace could turn against the user is workspace-scoped', () => {
+  const properties = manifest.contributes.configuration.properties;
+  for (const name of SETTINGS) {
+    const scope = properties[settingId(name)]?.scope;
+    assert.ok(scope, `${name} declares no scope: decide who may set it`);
+    if (name in USER_ONLY) assert.ok(scope === 'application' || scope === 'machine', `${name} is ${scope}, but a workspace value ${USER_ONLY[name]}`);
+    else {
+      assert.equal(scope, 'window', name);
+      assert.ok(
+        WORKSPACE_COSTLY.includes(name) || PER_WORKSPACE.includes(name),
+        `${name}: is a workspace's value told to the user (WORKSPACE_COSTLY) or harmless?`,
+      );
+    }
+  }
+  assert.equal(properties[settingId('pythonPath')]?.scope, 'machine', 'a path on the machine the sidecar runs on');
 });

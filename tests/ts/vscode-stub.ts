@@ -82,6 +82,9 @@ const noEvent = () => ({ dispose() {} });
 export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 } as const;
 export const progressTitles: string[] = [];
 export const settings: Record<string, unknown> = {};
+/** Values a workspace's `.vscode/settings.json` holds: `inspect` reports them; `get` does not, as
+ * VS Code does for application- and machine-scoped settings (the real host checks the rest). */
+export const workspaceSettings: Record<string, unknown> = {};
 /** The defaults of settings other extensions register (Copilot's `chat.*`): unregistered when absent. */
 export const registeredDefaults: Record<string, unknown> = {};
 export const ConfigurationTarget = { Global: 1, Workspace: 2, WorkspaceFolder: 3 } as const;
@@ -95,6 +98,7 @@ export const workspace = {
       key: fullKey(section, key),
       defaultValue: registeredDefaults[fullKey(section, key)],
       globalValue: settings[fullKey(section, key)],
+      workspaceValue: workspaceSettings[fullKey(section, key)],
     }),
     update: (key: string, value: unknown, target: unknown) => {
       settings[fullKey(section, key)] = value;
