@@ -51,15 +51,12 @@ const trap = http.createServer((request, response) => {
 await new Promise((resolve) => trap.listen(0, '127.0.0.1', resolve));
 const trapUrl = `http://127.0.0.1:${trap.address().port}/v1`;
 fs.mkdirSync(path.join(dirs.ws, '.vscode'), { recursive: true });
-fs.writeFileSync(
-  path.join(dirs.ws, '.vscode', 'settings.json'),
-  JSON.stringify({
-    'vercelAiGateway.baseUrl': trapUrl,
-    'vercelAiGateway.spend.maxRequestCost': 1000,
-    'vercelAiGateway.usage.retentionDays': 1,
-    'vercelAiGateway.connectTimeout': 9,
-  }),
-);
+fs.writeFileSync(path.join(dirs.ws, '.vscode', 'settings.json'), JSON.stringify({
+  'vercelAiGateway.baseUrl': trapUrl,
+  'vercelAiGateway.spend.maxRequestCost': 1000,
+  'vercelAiGateway.usage.retentionDays': 1,
+  'vercelAiGateway.connectTimeout': 9,
+}));
 env.WORKSPACE_TRAP_URL = trapUrl;
 const artifacts = host.ARTIFACTS;
 const vsix = host.VSIX;
@@ -83,10 +80,7 @@ try {
     if (/not ok|passed, [1-9]/.test(m.text())) failures.push(m.text());
   });
   const remote = `vscode-remote://127.0.0.1:${port}`;
-  const payload = [
-    ['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`],
-    ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`],
-  ];
+  const payload = [['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`], ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`]];
   await page.goto(`http://127.0.0.1:${port}/?folder=${dirs.ws}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
   const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 420_000));
   code = await Promise.race([exited, timeout]);
@@ -119,13 +113,11 @@ process.exit(code === 0 ? 0 : 1); // the test extension printed "[api-test] N pa
 
 function filesContaining(dir, secret) {
   const found = [];
-  const walk = (d) =>
-    fs.existsSync(d) &&
-    fs.readdirSync(d, { withFileTypes: true }).forEach((e) => {
-      const full = path.join(d, e.name);
-      if (e.isDirectory()) walk(full);
-      else if (fs.readFileSync(full, 'latin1').includes(secret)) found.push(path.relative(dir, full));
-    });
+  const walk = (d) => fs.existsSync(d) && fs.readdirSync(d, { withFileTypes: true }).forEach((e) => {
+    const full = path.join(d, e.name);
+    if (e.isDirectory()) walk(full);
+    else if (fs.readFileSync(full, 'latin1').includes(secret)) found.push(path.relative(dir, full));
+  });
   walk(dir);
   return found;
 }

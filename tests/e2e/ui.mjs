@@ -484,10 +484,7 @@ try {
     console.log(`ui: the history was compacted after a turn at ${((100 * fullest.real_input_tokens) / fullest.input_limit).toFixed(1)}% of the limit`);
     assert.ok(shrunk > 0 && fullest.real_input_tokens >= 0.85 * fullest.input_limit, 'no compaction before 85 % of the real limit');
     const summaries = log.filter((e) => e.summarisation);
-    assert.ok(
-      summaries.some((e) => e.summarisation === 'full'),
-      '/compact sent the full summarisation request',
-    );
+    assert.ok(summaries.some((e) => e.summarisation === 'full'), '/compact sent the full summarisation request');
     assert.ok(
       summaries.some((e) => e.summarisation === 'background' || e.summarisation === 'full'),
       'Copilot compacted',
@@ -511,21 +508,11 @@ try {
       .waitFor({ timeout: 240_000 });
     const log = (await agentRequests()).slice(before);
     fs.writeFileSync(path.join(artifacts, 'ui-foreground-summary-requests.json'), JSON.stringify(log.map(captured), null, 1));
-    for (const e of log)
-      console.log(
-        `ui: agent request: ${e.real_input_tokens} real tokens${e.summarisation ? ` summarisation=${e.summarisation}` : ''}${e.overflow ? ' OVERFLOW' : ''}`,
-      );
-    assert.deepEqual(
-      log.filter((e) => e.overflow).map((e) => e.real_input_tokens),
-      [],
-      'no request went over the real limit',
-    );
+    for (const e of log) console.log(`ui: agent request: ${e.real_input_tokens} real tokens${e.summarisation ? ` summarisation=${e.summarisation}` : ''}${e.overflow ? ' OVERFLOW' : ''}`);
+    assert.deepEqual(log.filter((e) => e.overflow).map((e) => e.real_input_tokens), [], 'no request went over the real limit');
     const summaries = log.filter((e) => e.summarisation);
     assert.ok(summaries.length > 0, 'Copilot summarised in the foreground');
-    assert.ok(
-      summaries.every((e) => !e.tools_callable),
-      'no summarisation request could call a tool',
-    );
+    assert.ok(summaries.every((e) => !e.tools_callable), 'no summarisation request could call a tool');
   });
 } catch (error) {
   failed = 1;

@@ -32,11 +32,7 @@ async function collect(response) {
   return parts;
 }
 
-const textOf = (parts) =>
-  parts
-    .filter((p) => p instanceof vscode.LanguageModelTextPart)
-    .map((p) => p.value)
-    .join('');
+const textOf = (parts) => parts.filter((p) => p instanceof vscode.LanguageModelTextPart).map((p) => p.value).join('');
 const gatewayLog = async () => (await fetch(`${GATEWAY}/_requests`)).json();
 const token = () => new vscode.CancellationTokenSource().token;
 
@@ -80,22 +76,13 @@ test('a tool call comes back parsed and its result reaches the gateway paired', 
   const second = await collect(await m.sendRequest(history, { tools }, token()));
   assert.equal(textOf(second), 'The tool said: sunny');
   const input = (await gatewayLog()).at(-1).body.input;
-  assert.deepEqual(
-    input.slice(-2).map((i) => [i.type, i.call_id]),
-    [
-      ['function_call', call.callId],
-      ['function_call_output', call.callId],
-    ],
-  );
+  assert.deepEqual(input.slice(-2).map((i) => [i.type, i.call_id]), [['function_call', call.callId], ['function_call_output', call.callId]]);
   assert.equal(input.at(-1).output, 'sunny');
 });
 
 test('an image is sent as input_image', async () => {
   const m = await model('fake/text');
-  const message = vscode.LanguageModelChatMessage.User([
-    new vscode.LanguageModelTextPart('what is this?'),
-    vscode.LanguageModelDataPart.image(PNG, 'image/png'),
-  ]);
+  const message = vscode.LanguageModelChatMessage.User([new vscode.LanguageModelTextPart('what is this?'), vscode.LanguageModelDataPart.image(PNG, 'image/png')]);
   await collect(await m.sendRequest([message], {}, token()));
   const content = (await gatewayLog()).at(-1).body.input[0].content;
   assert.equal(content[1].type, 'input_image');
@@ -126,12 +113,12 @@ test('cancelling stops the stream and closes the upstream connection', async () 
   assert.ok(entry.client_closed_at * 1000 - cancelledAt < 300, `closed ${Math.round(entry.client_closed_at * 1000 - cancelledAt)} ms after the cancel`);
 });
 
-test("per-model options from the setting reach the gateway; a caller's bad option fails clearly, before anything is sent", async () => {
+test('per-model options from the setting reach the gateway; a caller\'s bad option fails clearly, before anything is sent', async () => {
   const m = await model('fake/tools');
   await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] options')], { modelOptions: { top_p: 0.5 } }, token()));
   const body = (await gatewayLog()).filter((e) => e.body?.model === 'fake/tools').at(-1).body;
   assert.equal(body.temperature, 0.25, 'vercelAiGateway.modelOptions {"fake/t*": {"temperature": 0.25}}');
-  assert.equal(body.top_p, 0.5, "a caller's top_p from sendRequest(..., {modelOptions})");
+  assert.equal(body.top_p, 0.5, 'a caller\'s top_p from sendRequest(..., {modelOptions})');
   const before = (await gatewayLog()).length;
   await assert.rejects(
     async () => collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('hi')], { modelOptions: { temperature: 'hot' } }, token())),
@@ -183,7 +170,7 @@ test('a crashed sidecar fails the request within 2 s, is restarted, and the next
   }
 });
 
-test("a repository's .vscode/settings.json cannot move the key: its baseUrl and spend limit are ignored", async () => {
+test("a repository's .vscode/settings.json cannot move the key: its baseUrl, spend limit and retention are ignored", async () => {
   const config = vscode.workspace.getConfiguration('vercelAiGateway');
   assert.equal(config.get('connectTimeout'), 9, 'the workspace file is read (a window-scoped setting applies)');
   assert.equal(config.get('baseUrl'), `${GATEWAY}/v1`, "the user's base URL, not the workspace's");
