@@ -131,7 +131,7 @@ def schema() -> JsonSchemaValue:
     if split:
         raise ValueError(f"a shape is both read and written with different fields: {split}")
     # ConfigureParams takes any object, since each setting is validated on its own
-    # (protocol.updated_settings): what is sent is the Settings.
+    # (settings.updated_settings): what is sent is the Settings.
     defs["ConfigureParams"]["properties"]["settings"] = {"$ref": "#/$defs/Settings"}
     defs["RpcMethods"] = _closed(
         {
