@@ -18,8 +18,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def gateway() -> Iterator[FakeServer]:
     server = FakeServer().start()
     yield server
-    server.shutdown()
-    server.server_close()
+    server.stop()
 
 
 # ---- the reliability table (tests/test_reliability.py and tests/test_untrusted.py fill it; printed

@@ -17,6 +17,7 @@ import functools
 import json
 import re
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -42,6 +43,11 @@ USAGE = {
 }
 
 TOKENIZER_WINDOW, TOKENIZER_MAX_OUTPUT = 60000, 8192
+# Every wait on a client is bounded, so no client (a test's, left open or half-written) holds the
+# server: a TLS handshake, one read or write of a request, the request body's size.
+HANDSHAKE_TIMEOUT = 10.0
+CLIENT_TIMEOUT = 30.0  # no test's client sits longer than this mid-request or with a full window
+MAX_REQUEST_BODY = 256 << 20
 
 MODELS = [
     {
@@ -237,6 +243,7 @@ class ChunkedWriter:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = CLIENT_TIMEOUT  # on the connection's socket: every read and write of this handler
     server: FakeServer
     usage: dict[str, Any] | None = None  # replaces the usage of the terminal event (the tokenizer scenario)
 
@@ -319,6 +326,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
+        if not 0 <= length <= MAX_REQUEST_BODY:
+            self.close_connection = True
+            self._json(413, {"error": {"message": "request body too large", "type": "invalid_request_error"}})
+            return
         raw = self.rfile.read(length)
         if self.path == "/_reset":
             with self.server.gateway.lock:
@@ -900,21 +911,52 @@ _HOSTILE = {
 
 
 class FakeServer(ThreadingHTTPServer):
+    """The fake gateway; over TLS with `tls` (a server context). Each connection is served on its own
+    daemon thread, TLS handshake included: the accept loop never waits on a client, so a client that
+    connects and says nothing cannot hold the next one, nor `stop()`."""
+
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # two sidecars' dozens of chats at once; the default 5 refuses some
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
         super().__init__(("127.0.0.1", port), Handler)
         self.gateway = Gateway()
+        self.tls = tls
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.server_address[1]}/v1"
 
     def start(self) -> FakeServer:
         threading.Thread(target=self.serve_forever, daemon=True).start()
         return self
+
+    def stop(self) -> None:
+        """Ends the accept loop (within its 0.5 s poll) and closes the listening socket; connections
+        still open end on their own timeouts, on daemon threads nothing waits for."""
+        self.shutdown()
+        self.server_close()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        if self.tls is not None:  # wrapping does no I/O; the handshake is the connection's thread's
+            connection = self.tls.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
+        return connection, address
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(HANDSHAKE_TIMEOUT)
+            try:
+                request.do_handshake()
+            except (OSError, ValueError):  # no ClientHello in time, a client that distrusts us, a reset
+                return
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):  # a client gone or timed out is no error of ours
+            super().handle_error(request, client_address)
 
 
 def main() -> None:

@@ -29,8 +29,7 @@ class RoomyServer(FakeServer):
 def hostile() -> Iterator[FakeServer]:
     server = RoomyServer().start()
     yield server
-    server.shutdown()
-    server.server_close()
+    server.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -3,11 +3,15 @@ throwaway CA (trustme), and a real CONNECT proxy on loopback (tests/connect_prox
 
 from __future__ import annotations
 
+import socket
 import ssl
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import trustme
 from pygls.exceptions import JsonRpcException
@@ -40,16 +44,17 @@ def ca_file(ca: trustme.CA, tmp_path: Path) -> str:
     return str(path)
 
 
-@pytest.fixture
-def tls_gateway(ca: trustme.CA) -> Iterator[FakeServer]:
-    server = FakeServer()
+def tls_server(ca: trustme.CA) -> FakeServer:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1").configure_cert(context)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    server.start()
+    return FakeServer(tls=context).start()
+
+
+@pytest.fixture
+def tls_gateway(ca: trustme.CA) -> Iterator[FakeServer]:
+    server = tls_server(ca)
     yield server
-    server.shutdown()
-    server.server_close()
+    server.stop()
 
 
 @pytest.fixture
@@ -81,6 +86,32 @@ async def fails(settings: Settings) -> GatewayError:
     with pytest.raises(GatewayError) as caught:
         await run(settings)
     return caught.value
+
+
+def stops_within(server: FakeServer, seconds: float) -> bool:
+    stopping = threading.Thread(target=server.stop, daemon=True)  # left behind if it hangs
+    stopping.start()
+    stopping.join(seconds)
+    return not stopping.is_alive()
+
+
+async def test_a_client_that_never_sends_a_client_hello_holds_neither_requests_nor_teardown(
+    ca: trustme.CA, ca_file: str
+) -> None:
+    """A `.ci/run` once hung here: the server did each TLS handshake in its accept loop, so a
+    connection left open without a ClientHello stopped every later request, and the teardown's
+    `shutdown()` waited on it for good."""
+    server = tls_server(ca)
+    stuck = socket.create_connection(server.server_address[:2])  # TCP only, then silence, left open
+    try:
+        started = time.monotonic()
+        with anyio.fail_after(15):
+            answer = await run(Settings(baseUrl=https_url(server), caBundle=ca_file, maxRetries=0))
+        assert answer == ANSWER and time.monotonic() - started < 5
+        assert stops_within(server, 5), "the teardown waited on the silent client"
+    finally:
+        stuck.close()
+        stops_within(server, 5)
 
 
 async def test_the_ca_bundle_setting_trusts_a_private_ca(tls_gateway: FakeServer, ca_file: str) -> None:

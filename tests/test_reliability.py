@@ -29,8 +29,7 @@ SECRET = "sk-reliability-canary-7f3a9c2e41d8"
 def module_gateway() -> Any:
     server = FakeServer().start()
     yield server
-    server.shutdown()
-    server.server_close()
+    server.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -150,8 +150,7 @@ class RawSidecar:
 def stdio_gateway() -> Any:
     server = FakeServer().start()
     yield server
-    server.shutdown()
-    server.server_close()
+    server.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
