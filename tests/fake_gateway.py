@@ -22,6 +22,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -847,6 +848,34 @@ def _bad_gzip(h: Handler, entry: dict[str, Any]) -> None:
     _write(h, body)
 
 
+@functools.cache
+def gzip_bomb(head: bytes, inflated: int) -> bytes:
+    """`head` then `y`s, `inflated` bytes in all, gzipped: ~1/1000 of that on the wire."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    parts = [packer.compress(head)]
+    block = b"y" * (1 << 20)
+    for _ in range((inflated - len(head)) // len(block)):
+        parts.append(packer.compress(block))
+    return b"".join([*parts, packer.flush()])
+
+
+def _gzipped(h: Handler, status: int, ctype: str, body: bytes) -> None:
+    h.send_response(status)
+    h.send_header("content-type", ctype)
+    h.send_header("content-encoding", "gzip")
+    h.send_header("content-length", str(len(body)))
+    h.end_headers()
+    _write(h, body)
+
+
+def _gzip_bomb_error(h: Handler, entry: dict[str, Any]) -> None:
+    _gzipped(h, 500, "application/json", gzip_bomb(b'{"error":{"message":"Overloaded ', 64 << 20))
+
+
+def _gzip_bomb_stream(h: Handler, entry: dict[str, Any]) -> None:
+    _gzipped(h, 200, "text/event-stream", gzip_bomb(sse(CREATED) + b"data: ", 256 << 20))  # one 256 MiB line
+
+
 def _bom(h: Handler, entry: dict[str, Any]) -> None:
     h._start_stream()
     first, second = text_events(["Hello", " world"])[1:3]
@@ -900,6 +929,8 @@ _HOSTILE = {
     "huge-line": _huge_line,
     "big-error": _big_error,
     "bad-gzip": _bad_gzip,
+    "gzip-bomb-error": _gzip_bomb_error,
+    "gzip-bomb-stream": _gzip_bomb_stream,
     "bom": _bom,
     "many-items": _many_items,
     "deep-arguments": _deep_arguments,

@@ -136,6 +136,30 @@ async def test_a_huge_error_body_is_not_read_whole(side: Sidecar) -> None:
     record("a 50 MB error body", "upstream, short message, peak +< 16 MiB", f"{kind_of(result)}, +{grew:.0f} MiB", ok)
 
 
+async def test_a_gzip_bomb_error_body_is_cut_as_it_inflates(side: Sidecar) -> None:
+    """63 KiB on the wire that inflate to 64 MiB: the 64 KiB cap counts decoded bytes, and nothing
+    past them is ever inflated (httpx's decoder inflated a whole network read first)."""
+    before = peak_mib(side, reset=True)
+    result, _, _ = await chat(side, "gzip-bomb-error", maxRetries=0)
+    grew = peak_mib(side) - before
+    message = getattr(result, "message", "")
+    ok = kind_of(result) == "upstream" and "Overloaded" in message and len(message) < 1000 and grew < 16
+    record("a gzip bomb as an error body (64 MiB)", "upstream, short message, peak +< 16 MiB", f"+{grew:.0f} MiB", ok)
+
+
+async def test_a_gzip_bomb_event_stream_meets_the_event_cap(side: Sidecar) -> None:
+    before = peak_mib(side, reset=True)
+    result, _, took = await chat(side, "gzip-bomb-stream", maxRetries=0)
+    grew = peak_mib(side) - before
+    ok = kind_of(result) == "protocol" and "16 MiB" in getattr(result, "message", "") and grew < 64
+    record(
+        "a gzip bomb as an event stream (a 256 MiB line)",
+        "protocol naming the 16 MiB cap, peak +< 64 MiB",
+        f"{kind_of(result)}, peak +{grew:.0f} MiB, {took:.2f} s",
+        ok,
+    )
+
+
 async def test_a_bad_gzip_body_is_a_protocol_error(side: Sidecar) -> None:
     result, _, _ = await chat(side, "bad-gzip", maxRetries=0)
     ok = kind_of(result) == "protocol" and "gzip" in getattr(result, "message", "")

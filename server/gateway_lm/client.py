@@ -3,8 +3,9 @@
 
 Retries happen only before the first event reached the caller (nothing shown can be shown twice):
 429 (honouring `retry-after`), 500/502/503/504 and connection failures, with jittered exponential
-backoff and a bounded count, all within one time budget (deadline.py). What is read is bounded too:
-an error body to 64 KiB, the model list to 16 MiB, an SSE event to 16 MiB (sse.py).
+backoff and a bounded count, all within one time budget (deadline.py). What is read is bounded too,
+counted in decoded bytes and decoded a bounded piece at a time (decoding.py): an error body to 64 KiB,
+the model list to 16 MiB, an SSE event to 16 MiB (sse.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import anyio
 import httpx
 
 from .deadline import Deadline
+from .decoding import ACCEPT_ENCODING, PIECE, decoded
 from .errors import (
     CertificateError,
     GatewayError,
@@ -116,6 +118,7 @@ class GatewayClient:
         headers = {
             **(extra or {}),
             "accept": "text/event-stream",
+            "accept-encoding": ACCEPT_ENCODING,
             "user-agent": "ai-gateway-lm",
             "http-referer": APP_REFERER,
             "x-title": APP_TITLE,
@@ -161,7 +164,7 @@ class GatewayClient:
         if "text/event-stream" not in content_type:
             raise GatewayError("protocol", with_advice("protocol", f"Expected an event stream, got '{content_type}'"))
         framer = SSEFramer()
-        chunks = response.aiter_bytes()
+        chunks = decoded(response)
         try:
             while True:
                 try:
@@ -282,9 +285,9 @@ class GatewayClient:
 
 
 async def _read_at_most(response: httpx.Response, limit: int, deadline: Deadline) -> bytes:
-    """The start of the (decoded) body, `limit` bytes at most; the rest is never read."""
+    """The start of the (decoded) body, `limit` bytes at most; the rest is never read, nor decoded."""
     body = bytearray()
-    chunks = response.aiter_bytes()
+    chunks = decoded(response, min(limit, PIECE))
     while len(body) < limit:
         try:
             body += await deadline.run(anext(chunks))
