@@ -11,8 +11,10 @@ import io
 import json
 import logging
 import math
+import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +260,38 @@ async def test_two_sidecars_calibrating_at_once(gateway: FakeServer, tmp_path: P
         "no failed save, no partial read, all 24 factors on disk",
         f"{len(failed)} failed saves, {reads['partial']} partial of {sum(reads.values())} reads, {kept} factors kept",
         not failed and reads["partial"] == 0 and kept == 2 * per_window,
+    )
+
+
+SAVER = """
+import sys, time
+from gateway_lm.accounting import Accounting
+state_dir, window, count, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+accounting = Accounting(state_dir)
+while time.time() < start:
+    pass
+for n in range(count):
+    accounting.observe(f"{window}/model{n}", 1000, 1100 + n % 50)
+"""
+
+
+def test_two_processes_saving_at_once_lose_nothing(tmp_path: Path) -> None:
+    """Two windows' sidecars, as two processes, each saving a new model 150 times at once through the
+    accounting's own save (lock, re-read, merge, replace). Without the lock (Windows had none) a save
+    that read the file before the other's rename dropped that entry."""
+    count, start = 150, time.time() + 1.0
+    savers = [
+        subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path), window, str(count), str(start)])
+        for window in ("left", "right")
+    ]
+    codes = [saver.wait(timeout=50) for saver in savers]
+    factors = strict_loads((tmp_path / "accounting.json").read_bytes())["factors"]
+    kept = {window: sum(f"{window}/model{n}" in factors for n in range(count)) for window in ("left", "right")}
+    record(
+        "two processes merge 150 saves each into accounting.json at once",
+        "all 300 entries on disk",
+        f"exit codes {codes}, kept {kept['left']} + {kept['right']}",
+        codes == [0, 0] and kept == {"left": count, "right": count},
     )
 
 

@@ -1,9 +1,10 @@
 """`accounting.json`: read as untrusted input, written atomically and merged with what is on disk.
 
 Every VS Code window runs its own sidecar on the same storage folder. A save takes an exclusive
-lock (`accounting.json.lock`, where the OS has `fcntl`), re-reads the file, lays this sidecar's
-changes over it, writes a unique temporary file in the same folder and renames it over the old one.
-A reader sees the old file or the new one, never part of one, and no window's entries are lost.
+lock on `accounting.json.lock` (`fcntl.flock`; on Windows `msvcrt.locking`, the same function),
+re-reads the file, lays this sidecar's changes over it, writes a unique temporary file in the same
+folder and renames it over the old one. A reader sees the old file or the new one, never part of
+one, and no window's entries are lost.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -20,11 +22,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .models import MAX_TOKENS
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory lock; the rename still keeps every read whole
-    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger("gateway_lm.accounting")
 
@@ -114,27 +111,55 @@ def _replace(path: Path, text: str) -> None:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    if fcntl is None:
-        yield
-        return
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        held = _acquire(lock.fileno())
+    descriptor = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        held = _acquire(descriptor)
         try:
             yield
         finally:
             if held:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+                _unlock(descriptor)
+    finally:
+        os.close(descriptor)  # releases the lock too, should unlocking have failed
 
 
 def _acquire(descriptor: int) -> bool:
     # Polled rather than blocking: a hung window holding the lock must not hang this sidecar.
     deadline = time.monotonic() + LOCK_WAIT
-    while True:
+    while not _try_lock(descriptor):
+        if time.monotonic() > deadline:
+            log.warning("another window holds the lock on the accounting file; saving without it")
+            return False
+        time.sleep(0.005)
+    return True
+
+
+# The lock: the whole lock file's first byte, exclusive, never waited on by the OS; the OS drops it
+# when its holder exits, so a crashed window leaves no stale lock.
+if sys.platform == "win32":
+    import msvcrt
+
+    def _try_lock(descriptor: int) -> bool:
+        os.lseek(descriptor, 0, os.SEEK_SET)  # msvcrt locks from the current position
+        try:
+            msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)
+        except OSError:  # held by another process (EACCES, EDEADLOCK)
+            return False
+        return True
+
+    def _unlock(descriptor: int) -> None:
+        os.lseek(descriptor, 0, os.SEEK_SET)
+        msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _try_lock(descriptor: int) -> bool:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
         except BlockingIOError:
-            if time.monotonic() > deadline:
-                log.warning("another window holds the lock on the accounting file; saving without it")
-                return False
-            time.sleep(0.005)
+            return False
+        return True
+
+    def _unlock(descriptor: int) -> None:
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
