@@ -48,11 +48,13 @@ contract: $(VENV)/.ready node_modules/.ready
 test-python: $(VENV)/.ready
 	$(PY) -m pytest -q -p no:cacheprovider
 
+# Each test has a time limit (60 s unless it sets its own: tests/ts/register.ts); each file as a
+# whole has 300 s (--test-timeout, which Node applies to a file's process as well as to its tests).
 test-node: $(VENV)/.ready node_modules/.ready
 	rm -rf out
 	node extension/build.mjs
 	npx tsc -p tests/ts
-	node --require ./out/tests/ts/register.js --test --test-reporter=spec out/tests/ts/*.test.js
+	node --require ./out/tests/ts/register.js --test --test-timeout=300000 --test-reporter=spec out/tests/ts/*.test.js
 
 # A real VS Code (code-server) with Copilot Chat, set up once into ~/.cache/ai-gateway-lm-host;
 # screenshots go to /tmp/ai-gateway-lm-e2e (AI_GATEWAY_LM_ARTIFACTS).

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from httpx_sse import EventSource
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,10 @@ from gateway_lm.errors import GatewayError
 from gateway_lm.protocol import PartOut
 from gateway_lm.replay import events_from_recording
 from gateway_lm.sse import SSEFramer, parse_event
+
+# Hypothesis runs each property over many examples: the slowest took 51 s on a busy 2-core machine,
+# too close to the 60 s default (pyproject.toml).
+pytestmark = pytest.mark.timeout(300)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STREAMS = [
