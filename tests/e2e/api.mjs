@@ -32,6 +32,8 @@ proxy.on('connect', (request, client, head) => {
   });
   upstream.on('error', () => client.destroy());
   client.on('error', () => upstream.destroy());
+  // A tunnel idle for a minute is closed: nothing this run does waits that long on one.
+  for (const [socket, other] of [[client, upstream], [upstream, client]]) socket.setTimeout(60_000, () => (socket.destroy(), other.destroy()));
 });
 await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
 const { cache, dirs, gateway, port, env } = await host.prepareRun(name, {
@@ -82,8 +84,11 @@ try {
   const remote = `vscode-remote://127.0.0.1:${port}`;
   const payload = [['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`], ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`]];
   await page.goto(`http://127.0.0.1:${port}/?folder=${dirs.ws}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
-  const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 420_000));
+  // The whole run's limit, past each test's own (api-tests/index.js): a host that never reports.
+  const limit = 420_000;
+  const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), limit));
   code = await Promise.race([exited, timeout]);
+  if (code === 'timeout') failures.push(`the API tests ran past their time limit of ${limit / 1000} s without reporting`);
   await page.screenshot({ path: path.join(artifacts, `${name}-tests.png`) });
   // remoteagent.log is VS Code's own: at trace level it dumps the environment the key came from.
   const leaks = filesContaining(path.join(dirs.ud, 'logs'), env.AI_GATEWAY_API_KEY).filter((f) => !f.endsWith('remoteagent.log'));

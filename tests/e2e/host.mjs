@@ -114,6 +114,7 @@ export function installVsix(cache, dirs, env, vsix) {
   execFileSync(`${cache}/code-server/node_modules/.bin/code-server`, ['--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext, '--install-extension', vsix, '--force'], {
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: 300_000, // a few seconds; past this it is stopped and the run fails naming the command
   });
 }
 
@@ -153,7 +154,7 @@ export async function printDiagnostics(dirs, gatewayUrl) {
     console.log(fs.readFileSync(file, 'utf8').split('\n').slice(-80).join('\n'));
   }
   if (gatewayUrl) {
-    const log = await fetch(`${gatewayUrl}/_requests`).then((r) => r.json(), () => []);
+    const log = await fetch(`${gatewayUrl}/_requests`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.json(), () => []);
     console.log(`\n===== fake gateway: ${log.length} requests =====`);
     for (const entry of log) console.log(`${entry.path} scenario=${entry.scenario} model=${entry.body?.model} items=${entry.body?.input?.length} tools=${entry.body?.tools?.length ?? 0}`);
   }

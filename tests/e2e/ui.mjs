@@ -40,9 +40,20 @@ const steps = [];
 let lastShot = '';
 let page;
 
-async function step(name, fn) {
+let current = ''; // the step running now, named when it fails
+/** One step: `fn` within `limit` ms (a step past it fails, named), then its screenshot. */
+async function step(name, fn, limit = 180_000) {
   const started = Date.now();
-  await fn();
+  current = name;
+  let timer;
+  const overdue = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`step '${name}' ran past its time limit of ${limit / 1000} s`)), limit);
+  });
+  try {
+    await Promise.race([fn(), overdue]);
+  } finally {
+    clearTimeout(timer);
+  }
   lastShot = path.join(artifacts, `ui-${String(steps.length + 1).padStart(2, '0')}-${name}.png`);
   await page.screenshot({ path: lastShot });
   steps.push(name);
@@ -214,7 +225,7 @@ try {
     await keyBox.locator('input').fill(host.FAKE_KEY);
     await page.keyboard.press('Enter');
     await keyBox.waitFor({ state: 'hidden', timeout: 10_000 });
-  });
+  }, 360_000); // the first start sets up the sidecar's venv: up to 240 s
 
   await step('model-picker', async () => {
     await page.keyboard.press('Escape'); // the Language Models dialog
@@ -493,7 +504,7 @@ try {
       summaries.every((e) => !e.tools_callable),
       'no summarisation request could call a tool',
     );
-  });
+  }, 600_000); // a long agent loop: up to 360 s, then 120 s for /compact
 
   // Copilot's third summarisation form: one turn that jumps past its budget before the background
   // threshold is reached (three files read at once) is summarised in the foreground, simple form.
@@ -513,10 +524,10 @@ try {
     const summaries = log.filter((e) => e.summarisation);
     assert.ok(summaries.length > 0, 'Copilot summarised in the foreground');
     assert.ok(summaries.every((e) => !e.tools_callable), 'no summarisation request could call a tool');
-  });
+  }, 360_000); // up to 240 s for the batch of reads
 } catch (error) {
   failed = 1;
-  failure = `ui: not ok - step ${steps.length + 1} failed: ${error.stack ?? error}`;
+  failure = `ui: not ok - step ${steps.length + 1} (${current || 'start'}) failed: ${error.stack ?? error}`;
   console.log(failure);
   if (page) {
     lastShot = path.join(artifacts, 'ui-failure.png');

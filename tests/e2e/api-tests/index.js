@@ -8,7 +8,8 @@ const GATEWAY = process.env.FAKE_GATEWAY_URL;
 const VENDOR = 'vercel-ai-gateway';
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
 const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
+// Each test has a time limit: one past it fails, named, and the next one runs.
+const test = (name, fn, limit = 90_000) => tests.push({ name, fn, limit });
 
 async function models() {
   // The sidecar sets itself up on first start (a venv and a pip install): allow it time.
@@ -49,7 +50,7 @@ test('lists the gateway language models with names, windows and capabilities', a
     assert.equal(text.capabilities.supportsImageToText ?? text.capabilities.imageInput, true);
   }
   assert.equal(byId.get('fake/plain').maxInputTokens, 8192 - 4096);
-});
+}, 300_000); // the sidecar's first start (a venv, a pip install): up to 240 s
 
 test('sendRequest streams text in several parts', async () => {
   const m = await model('fake/text');
@@ -193,12 +194,18 @@ exports.run = async function run() {
   let failed = 0;
   for (const t of tests) {
     const started = Date.now();
+    let timer;
+    const overdue = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`ran past its time limit of ${t.limit / 1000} s`)), t.limit);
+    });
     try {
-      await t.fn();
+      await Promise.race([t.fn(), overdue]);
       console.log(`[api-test] ok - ${t.name} (${Date.now() - started} ms)`);
     } catch (error) {
       failed++;
       console.log(`[api-test] not ok - ${t.name}\n${error && error.stack}`);
+    } finally {
+      clearTimeout(timer);
     }
   }
   console.log(`[api-test] ${tests.length - failed} passed, ${failed} failed`);
