@@ -724,7 +724,7 @@ def _peer_closed(h: Handler) -> bool:
         try:
             data = h.connection.recv(1, socket.MSG_PEEK)
         finally:
-            h.connection.setblocking(True)
+            h.connection.settimeout(CLIENT_TIMEOUT)  # back to bounded, not to blocking for good
     except BlockingIOError:
         return False
     except OSError:
