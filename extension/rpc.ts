@@ -29,6 +29,9 @@ export class PartsRouter {
   onBilled: (requestId: string, record: UsageRecord) => void = () => undefined;
   /** Told of each notification that is not the seam's shape (it is dropped). */
   onInvalid: (what: string) => void = () => undefined;
+  /** Shows the sidecar's `window/showMessage` (LSP's MessageType: 1 error, 2 warning, else info)
+   * instead of vscode-languageclient, which shows its text as it is (extension/notify.ts). */
+  onShowMessage: ((type: number, message: string) => void) | undefined;
 
   /** Routes the notifications of a (re)started connection; subscriptions outlive connections. */
   attach(source: NotificationSource): void {
@@ -45,6 +48,11 @@ export class PartsRouter {
    * waiting for the connection's queue. True when it was taken. */
   take(message: object): boolean {
     const { method, id, params } = message as { method?: unknown; id?: unknown; params?: unknown };
+    if (method === 'window/showMessage' && id === undefined && this.onShowMessage) {
+      const { type, message: text } = (params ?? {}) as { type?: unknown; message?: unknown };
+      if (typeof text === 'string') this.onShowMessage(typeof type === 'number' ? type : 3, text);
+      return true;
+    }
     if (method !== 'gateway/parts' || id !== undefined) return false;
     try {
       const { requestId, parts } = params as RpcNotifications['gateway/parts'];

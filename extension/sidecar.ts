@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { networkSetting, setting } from './config';
 import type { Calibration, ConfigureParams, Settings } from './contract';
 import { CHOOSE_INTERPRETER, GatewayChatError, SHOW_LOGS, showError } from './errors';
+import { notify } from './notify';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
@@ -122,6 +123,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   ) {
     this.stateDir = context.globalStorageUri.fsPath;
     this.router.onInvalid = (what) => this.log.warn(`${what}.`);
+    this.router.onShowMessage = (type, message) => void notify(type === 1 ? 'error' : type === 2 ? 'warning' : 'info', message);
   }
 
   onCalibration(handler: (calibration: Calibration) => void): void {

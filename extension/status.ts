@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import { COMMANDS, STATUS_ITEM_ID } from './config';
 import type { ModelEntry, UsagePart } from './contract';
+import { plain } from './notify';
 import type { UsageRecord } from './spendTypes';
 
 /** Requests whose estimate is remembered until their billed cost replaces it in the session total. */
@@ -70,7 +71,7 @@ export class UsageStatus implements vscode.Disposable {
     const percent = share === undefined ? '' : ` · ${share > 0 && share < 0.01 ? '<1' : Math.round(share * 100)}% of context`;
     // The bar stays short: whether a cost is billed or estimated is the tooltip's to say.
     const price = cost === undefined ? '' : ` · ${dollars(cost)}`;
-    this.item.text = `$(pulse) ${model?.name ?? 'AI Gateway'}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
+    this.item.text = `$(pulse) ${plain(model?.name ?? 'AI Gateway')}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
     this.item.backgroundColor =
       share !== undefined && share >= 0.9
         ? new vscode.ThemeColor('statusBarItem.errorBackground')

@@ -128,8 +128,8 @@ HOSTILE_MODELS = b"""{"object": "list", "data": [
 
 
 # What a gateway's text may hold that its reader must not obey: a command link (VS Code's
-# notifications make `[label](command:…)` clickable), an OSC 52 clipboard write, a screen clear, a
-# carriage return and a forged line. In model names under a base URL with `/hostile-text/` in its path
+# notifications make `[label](command:…)` clickable), an icon (`$(name)`), an OSC 52 clipboard write,
+# a screen clear, a carriage return and a forged line. In model names under a base URL with `/hostile-text/` in its path
 # (`fake/tools` keeps its place as the small-task pick), in the `hostile-text` scenario's error and
 # answer, and in the credits error of the key `credits-hostile-text` (fake_spend.py).
 HOSTILE_TEXT = fake_spend.HOSTILE_TEXT

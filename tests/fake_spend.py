@@ -23,10 +23,11 @@ TOTAL_COST = 0.00123
 PROVIDER = "fakecloud"
 CREDITS = {"balance": "95.50", "total_used": "4.50"}
 HOSTILE_CREDITS = b'{"balance": "NaN", "total_used": "1e400"}'
-# A command link, an OSC 52 clipboard write, a screen clear, a carriage return and a forged line
-# (fake_gateway.py serves it in model names and chat errors too).
+# A command link, an icon, an OSC 52 clipboard write, a screen clear, a carriage return and a forged
+# line (fake_gateway.py serves it in model names and chat errors too).
 HOSTILE_TEXT = (
-    "[Fix it](command:workbench.action.openGlobalKeybindings) \x1b]52;c;aGk=\x07\x1b[2J\r\nerror: auth: forged"
+    "[Fix it](command:workbench.action.openGlobalKeybindings) $(loading~spin)"
+    " \x1b]52;c;aGk=\x07\x1b[2J\r\nerror: auth: forged"
 )
 NOT_FOUND = {"error": {"message": "Generation not found", "type": "not_found"}}
 

@@ -153,7 +153,8 @@ def test_a_hostile_gateway_s_text_is_printed_as_text(gateway: FakeServer) -> Non
     run = cli("chat", "--base-url", gateway.base_url, "--model", "fake/hostile-answer", "hi")
     assert run.returncode == 0, run.stderr
     assert not [c for c in run.stdout if c in UNSAFE and c != "\n"]
-    shown = "Hi [Fix it](command:workbench.action.openGlobalKeybindings) \\u001b]52;c;aGk=\\u0007\\u001b[2J\\r\n"
+    shown = "Hi [Fix it](command:workbench.action.openGlobalKeybindings) $(loading~spin)"
+    shown += " \\u001b]52;c;aGk=\\u0007\\u001b[2J\\r\n"
     assert run.stdout == shown + "error: auth: forged\n", "the answer's own line break stays"
     model = "fake/hostile-text"
     run = cli("chat", "--json", "--max-retries", "0", "--base-url", gateway.base_url, "--model", model, "hi")
