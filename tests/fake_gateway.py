@@ -357,6 +357,8 @@ class Handler(BaseHTTPRequestHandler):
                 "headers": {
                     key.lower(): value for key, value in self.headers.items() if key.lower() != "authorization"
                 },
+                # as they arrived, a name sent twice twice (`headers` keeps the last)
+                "raw_headers": [[key, value] for key, value in self.headers.items() if key.lower() != "authorization"],
                 "providerOptions": body.get("providerOptions") if isinstance(body, dict) else None,
                 "received_at": time.time(),
             }

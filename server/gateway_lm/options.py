@@ -47,6 +47,10 @@ FORBIDDEN_HEADERS = frozenset(
     }
 )
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")  # RFC 9110 field name
+# A header value as every transport sends it: printable ASCII, spaces and tabs (RFC 9110's field
+# content less obs-text, which httpx cannot encode: a non-ASCII value failed every chat with
+# UnicodeEncodeError). Line breaks, NUL and the other controls are out with it.
+_HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
 Effort = Literal["default", "none", "minimal", "low", "medium", "high", "xhigh"]
 
 
@@ -63,14 +67,29 @@ def _extra_body(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return value
 
 
+def header_value_problem(text: str) -> str | None:
+    """Why `text` cannot be sent as a header's value, or None (the one rule for every header a setting
+    gives: `extraHeaders`, `http.proxyAuthorization`)."""
+    if len(text) > MAX_HEADER_VALUE:
+        return f"is longer than {MAX_HEADER_VALUE >> 10} KiB"
+    if not _HEADER_VALUE.match(text):
+        return "may hold only printable ASCII on one line (no line breaks, control characters or non-ASCII letters)"
+    return None
+
+
 def _extra_headers(value: dict[str, str]) -> dict[str, str]:
+    seen: set[str] = set()
     for name, text in value.items():
         if not _TOKEN.match(name):
             raise ValueError(f"'{name[:40]}' is not a header name")
         if name.lower() in FORBIDDEN_HEADERS:
             raise ValueError(f"may not set '{name}' (the API key's, or HTTP's own)")
-        if len(text) > MAX_HEADER_VALUE or any(c in text for c in "\r\n\0"):
-            raise ValueError(f"the value of '{name}' is too long or has line breaks")
+        if name.lower() in seen:
+            raise ValueError(f"names '{name}' twice (header names ignore case)")
+        seen.add(name.lower())
+        problem = header_value_problem(text)
+        if problem:
+            raise ValueError(f"the value of '{name}' {problem}")
     return value
 
 
@@ -123,15 +142,17 @@ def _reason(error: Any) -> str:
 def for_model(model: str, table: Mapping[str, ModelOptions]) -> ModelOptions:
     """The options for `model`: every matching pattern (fnmatch, case-sensitive), the least specific
     first so a more specific one overrides it option by option (extraBody and extraHeaders key by
-    key). An exact id is the most specific; then the pattern with more literal characters; on a tie,
-    the later one in the setting."""
+    key, header names in any case). An exact id is the most specific; then the pattern with more
+    literal characters; on a tie, the later one in the setting."""
     matches = [(_specificity(p), i, o) for i, (p, o) in enumerate(table.items()) if fnmatchcase(model, p)]
     merged: dict[str, Any] = {}
     for _, _, options in sorted(matches, key=lambda m: (m[0], m[1])):
         for name in options.model_fields_set:
             value = getattr(options, name)
-            if name in ("extraBody", "extraHeaders"):
+            if name == "extraBody":
                 merged[name] = deep_merge(merged.get(name, {}), value)
+            elif name == "extraHeaders":
+                merged[name] = with_headers(merged.get(name, {}), value)
             else:
                 merged[name] = value
     return ModelOptions.model_construct(**merged)
@@ -140,6 +161,14 @@ def for_model(model: str, table: Mapping[str, ModelOptions]) -> ModelOptions:
 def _specificity(pattern: str) -> tuple[bool, int]:
     wild = any(c in pattern for c in "*?[")
     return (not wild, len(re.sub(r"\*|\?|\[[^\]]*\]", "", pattern)))
+
+
+def with_headers(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """`extra` over `base`, a header of `extra` replacing `base`'s of the same name in any case
+    (`X-Title` replaces `x-title`): one header of each name goes out. The client puts the model's
+    extra headers over its own with it."""
+    replaced = {name.lower() for name in extra}
+    return {**{name: value for name, value in base.items() if name.lower() not in replaced}, **extra}
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

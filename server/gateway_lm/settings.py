@@ -16,7 +16,7 @@ from pydantic import (
     ValidationError,
 )
 
-from .options import ModelOptions, valid_model_options
+from .options import ModelOptions, header_value_problem, valid_model_options
 
 MAX_TOKENS_SETTING = 100_000_000
 MAX_CONNECT_TIMEOUT = 600.0  # seconds
@@ -71,8 +71,9 @@ def _proxy_url(value: str | None) -> str | None:
 
 
 def _header_value(value: str | None) -> str | None:
-    if value is not None and any(c in value for c in "\r\n\0"):
-        raise ValueError("must be one line")
+    problem = header_value_problem(value) if value is not None else None
+    if problem:
+        raise ValueError(problem)  # never the value: it is a secret
     return value or None
 
 
@@ -152,7 +153,8 @@ def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settin
         try:
             setattr(new, name, value)
         except ValidationError as error:
-            problems[name] = str(error.errors()[0]["msg"])  # the message, never the value (a key pasted in)
+            # the message, never the value (a key pasted in)
+            problems[name] = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
     return new, problems
 
 
