@@ -210,3 +210,62 @@ async def test_attribution_headers_go_out_once_whatever_their_case(gateway: Fake
     assert entry["headers"]["http-referer"] == "https://example.com/tool"
     plain = await sent(gateway, Settings(baseUrl=gateway.base_url))
     assert plain["headers"]["x-title"] == "Vercel AI Gateway for Copilot Chat", "ours, without extra headers"
+
+
+async def test_privacy_settings_hold_over_a_models_extra_body_and_the_user_is_told(gateway: FakeServer) -> None:
+    """Before: extraBody's providerOptions.gateway.zeroDataRetention false (and `only`, and `store:
+    true`) went out over the routing settings, without a word."""
+    table = {
+        "fake/*": {
+            "temperature": 0.3,
+            "extraBody": {
+                "providerOptions": {
+                    "gateway": {
+                        "zeroDataRetention": False,
+                        "disallowPromptTraining": False,
+                        "only": ["sketchy"],
+                        "order": ["sketchy"],  # not a privacy setting: the model's to choose
+                    },
+                    "anthropic": {"cacheControl": True},
+                },
+            },
+        },
+        "fake/text": {"extraBody": {"store": True}},
+        "fake/te*": {"extraBody": {"providerOptions": None}},  # would replace the routing settings whole
+    }
+    privacy = {"zeroDataRetention": True, "disallowPromptTraining": True, "gatewayOnly": ["anthropic", "bedrock"]}
+    settings, problems = updated_settings(Settings(baseUrl=gateway.base_url, **privacy), {"modelOptions": table})
+    message = describe_problems(problems)
+    for key, setting in [
+        ("zeroDataRetention", "routing.zeroDataRetention"),
+        ("disallowPromptTraining", "routing.disallowPromptTraining"),
+        ("only", "routing.only"),
+    ]:
+        assert (
+            f"'fake/*': extraBody's providerOptions.gateway.{key} not sent (vercelAiGateway.{setting} holds)" in message
+        )
+    assert "order" not in message
+    assert "'fake/text': extraBody dropped (may not set store" in message
+    assert "'fake/te*': extraBody dropped (providerOptions and providerOptions.gateway must be objects)" in message
+    body = (await sent(gateway, settings))["body"]
+    assert body["store"] is False
+    assert body["temperature"] == 0.3
+    assert body["providerOptions"] == {
+        "gateway": {
+            "zeroDataRetention": True,
+            "disallowPromptTraining": True,
+            "only": ["anthropic", "bedrock"],
+            "order": ["sketchy"],
+        },
+        "anthropic": {"cacheControl": True},
+    }
+    # The privacy settings left off: the model's extraBody decides, and nothing is said.
+    settings, problems = updated_settings(Settings(baseUrl=gateway.base_url), {"modelOptions": table})
+    assert "not sent" not in describe_problems(problems)
+    gateway_options = (await sent(gateway, settings))["body"]["providerOptions"]["gateway"]
+    assert gateway_options == {
+        "zeroDataRetention": False,
+        "disallowPromptTraining": False,
+        "only": ["sketchy"],
+        "order": ["sketchy"],
+    }

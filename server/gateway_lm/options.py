@@ -23,7 +23,16 @@ MAX_OUTPUT_TOKENS = 100_000_000
 MAX_EXTRA_BODY = 64 << 10  # bytes of JSON: room for provider options, not for a smuggled prompt
 MAX_HEADER_VALUE = 8 << 10
 # What the request is made of, and what Copilot's conversation decides: never the user's to override.
-RESERVED_BODY_KEYS = frozenset({"model", "input", "instructions", "tools", "tool_choice", "stream"})
+# And `store`, always false: with `true` the provider keeps the conversation (rfcs/0007, "Privacy").
+RESERVED_BODY_KEYS = frozenset({"model", "input", "instructions", "tools", "tool_choice", "stream", "store"})
+# The routing settings that are a privacy policy: `providerOptions.gateway.<key>` → the Settings field.
+# When the setting is on (or, for `only`, not empty), it holds over a model's extraBody
+# (translate.hold_privacy), and the configure message names the option it overrode.
+PRIVACY_OPTIONS = {
+    "zeroDataRetention": "zeroDataRetention",
+    "disallowPromptTraining": "disallowPromptTraining",
+    "only": "gatewayOnly",
+}
 # Ours (the key), HTTP's (hop-by-hop, framing) or the stream's (what we accept and decode).
 FORBIDDEN_HEADERS = frozenset(
     {
@@ -57,7 +66,11 @@ Effort = Literal["default", "none", "minimal", "low", "medium", "high", "xhigh"]
 def _extra_body(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
     reserved = sorted(RESERVED_BODY_KEYS & value.keys())
     if reserved:
-        raise ValueError(f"may not set {', '.join(reserved)} (the request's own fields)")
+        raise ValueError(f"may not set {', '.join(reserved)} (the request's own fields; store stays false)")
+    provider_options = value.get("providerOptions", {})
+    if not isinstance(provider_options, dict) or not isinstance(provider_options.get("gateway", {}), dict):
+        # merged over the routing settings, anything else would replace them all
+        raise ValueError("providerOptions and providerOptions.gateway must be objects")
     try:
         size = len(json.dumps(value, allow_nan=False))
     except (ValueError, RecursionError):
@@ -169,6 +182,24 @@ def with_headers(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str,
     extra headers over its own with it."""
     replaced = {name.lower() for name in extra}
     return {**{name: value for name, value in base.items() if name.lower() not in replaced}, **extra}
+
+
+def gateway_extra(options: ModelOptions) -> Mapping[str, Any]:
+    """The `providerOptions.gateway` a model's extraBody sets (an object: `_extra_body` checked it)."""
+    provider_options = options.extraBody.get("providerOptions")
+    gateway = provider_options.get("gateway") if isinstance(provider_options, dict) else None
+    return gateway if isinstance(gateway, dict) else {}
+
+
+def privacy_overrides(table: Mapping[str, ModelOptions], held: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(pattern, key) of each `providerOptions.gateway.<key>` an extraBody sets that a privacy setting
+    overrides. `held`: PRIVACY_OPTIONS' keys → the value the setting sends (only those that are on)."""
+    return [
+        (pattern, key)
+        for pattern, options in table.items()
+        for key, value in gateway_extra(options).items()
+        if key in held and value != held[key]
+    ]
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

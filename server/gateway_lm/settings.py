@@ -16,7 +16,7 @@ from pydantic import (
     ValidationError,
 )
 
-from .options import ModelOptions, header_value_problem, valid_model_options
+from .options import PRIVACY_OPTIONS, ModelOptions, header_value_problem, privacy_overrides, valid_model_options
 
 MAX_TOKENS_SETTING = 100_000_000
 MAX_CONNECT_TIMEOUT = 600.0  # seconds
@@ -155,7 +155,20 @@ def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settin
         except ValidationError as error:
             # the message, never the value (a key pasted in)
             problems[name] = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+    overridden = [
+        f"'{pattern}': extraBody's providerOptions.gateway.{key} not sent ({setting_id(PRIVACY_OPTIONS[key])} holds)"
+        for pattern, key in privacy_overrides(new.modelOptions, held_privacy(new))
+    ]
+    if overridden:
+        problems["modelOptions"] = "; ".join(filter(None, [problems.get("modelOptions"), *overridden]))
     return new, problems
+
+
+def held_privacy(settings: Settings) -> dict[str, Any]:
+    """The privacy settings that are on, as `providerOptions.gateway` sends them: they hold over a
+    model's extraBody (rfcs/0007, "Privacy settings hold")."""
+    sent = {key: getattr(settings, field) for key, field in PRIVACY_OPTIONS.items()}
+    return {key: value for key, value in sent.items() if value}
 
 
 def secrets_of(settings: Settings) -> list[str]:
