@@ -133,7 +133,13 @@ HOSTILE_MODELS = b"""{"object": "list", "data": [
 # (`fake/tools` keeps its place as the small-task pick), in the `hostile-text` scenario's error and
 # answer, and in the credits error of the key `credits-hostile-text` (fake_spend.py).
 HOSTILE_TEXT = fake_spend.HOSTILE_TEXT
-HOSTILE_TEXT_MODELS = [{**m, "name": f"{m['name']} {HOSTILE_TEXT}"} if m["id"] == "fake/tools" else m for m in MODELS]
+# And, listed there too, an id no request may name and no usage record may hold (longer than
+# protocol.MAX_MODEL_ID), priced, without tools (so it is no small-task pick).
+LONG_ID_MODEL = {**MODELS[0], "id": "fake/" + "long" * 60, "name": "Fake Long Id", "tags": []}
+HOSTILE_TEXT_MODELS = [
+    *({**m, "name": f"{m['name']} {HOSTILE_TEXT}"} if m["id"] == "fake/tools" else m for m in MODELS),
+    LONG_ID_MODEL,
+]
 
 
 def echo_key_error(authorization: str | None) -> dict[str, Any]:
@@ -414,6 +420,10 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "echo-key-401":
         h._json(401, echo_key_error(h.headers.get("authorization")))
+        return
+    if scenario == "echo-request-400":  # quotes the body as sent and the headers as JSON, as providers do
+        quoted = f"Invalid request {json.dumps(body)} with headers {json.dumps(entry['headers'])}"
+        h._json(400, {"error": {"message": quoted, "type": "invalid_request_error"}})
         return
     if scenario == "ratelimit-noheader":
         h._raw(429, ERRORS[429][0].encode(), "application/json")

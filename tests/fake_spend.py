@@ -7,7 +7,8 @@ those lookups find.
 - A `billed*` answer's response id is a fresh `gen_…` id (the `billed-meta` one names it only in
   `providerMetadata.gateway.generationId`, with a `resp_…` response id). Its generation is "not
   found" (404) until ~300 ms after the answer (`billed`), for the first N lookups
-  (`billed-after:N`), or for ever (`billed-never`). An unknown id is a 404 too.
+  (`billed-after:N`), or for ever (`billed-never`); `billed-cost:USD` is found at once and bills
+  USD. An unknown id is a 404 too.
 Every lookup is recorded in `Gateway.lookups` and served back at `GET /_lookups`.
 """
 
@@ -76,8 +77,11 @@ class Generations:
 
     def add(self, generation_id: str, model: str, scenario: str) -> None:
         _, _, arg = scenario.partition(":")
+        data = generation_data(generation_id, model)
+        if scenario.startswith("billed-cost:"):
+            data["total_cost"], arg = float(arg), "0"
         self.records[generation_id] = {
-            "data": generation_data(generation_id, model),
+            "data": data,
             "ready_at": math.inf if scenario == "billed-never" else time.time() + (0 if arg else READY_AFTER),
             "misses_left": int(arg) if arg else 0,
         }

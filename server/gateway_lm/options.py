@@ -25,6 +25,11 @@ MAX_HEADER_VALUE = 8 << 10
 # What the request is made of, and what Copilot's conversation decides: never the user's to override.
 # And `store`, always false: with `true` the provider keeps the conversation (rfcs/0007, "Privacy").
 RESERVED_BODY_KEYS = frozenset({"model", "input", "instructions", "tools", "tool_choice", "stream", "store"})
+# An extraBody key whose name holds one of these (lower case, `-` and `_` left out) holds a secret:
+# `apiKey`, `secretAccessKey`, `sessionToken`, `googleCredentials.privateKey` (the gateway's BYOK
+# `providerOptions.gateway.byok`, a provider's own options). Every string under such a key is
+# redacted from logs, here and in the extension's trace (extension/contract.ts carries the list).
+SECRET_WORDS = ("apikey", "secret", "token", "password", "passwd", "credential", "privatekey", "accesskey", "auth")
 # The routing settings that are a privacy policy: `providerOptions.gateway.<key>` → the Settings field.
 # When the setting is on (or, for `only`, not empty), it holds over a model's extraBody
 # (translate.hold_privacy), and the configure message names the option it overrode.
@@ -200,6 +205,22 @@ def privacy_overrides(table: Mapping[str, ModelOptions], held: Mapping[str, Any]
         for key, value in gateway_extra(options).items()
         if key in held and value != held[key]
     ]
+
+
+def is_secret_name(name: str) -> bool:
+    normal = name.lower().replace("-", "").replace("_", "")
+    return any(word in normal for word in SECRET_WORDS)
+
+
+def secrets_in(value: Any, secret: bool = False) -> list[str]:
+    """The strings of `value` (an extraBody) under a key with a secret's name, at any depth."""
+    if isinstance(value, str):
+        return [value] if secret else []
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in secrets_in(item, secret or is_secret_name(str(key)))]
+    if isinstance(value, list):
+        return [s for item in value for s in secrets_in(item, secret)]
+    return []
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,14 @@ from pydantic import (
     ValidationError,
 )
 
-from .options import PRIVACY_OPTIONS, ModelOptions, header_value_problem, privacy_overrides, valid_model_options
+from .options import (
+    PRIVACY_OPTIONS,
+    ModelOptions,
+    header_value_problem,
+    privacy_overrides,
+    secrets_in,
+    valid_model_options,
+)
 
 MAX_TOKENS_SETTING = 100_000_000
 MAX_CONNECT_TIMEOUT = 600.0  # seconds
@@ -172,11 +179,13 @@ def held_privacy(settings: Settings) -> dict[str, Any]:
 
 
 def secrets_of(settings: Settings) -> list[str]:
-    """What the settings hold that must never reach a log: the proxy's credentials, and the values of
-    extra headers (an API key of the user's own, often)."""
+    """What the settings hold that must never reach a log: the proxy's credentials, the values of
+    extra headers (an API key of the user's own, often), and the strings under a secret's name in an
+    extraBody (a provider key for the gateway's BYOK, options.secrets_in)."""
     password = urlsplit(settings.proxy).password if settings.proxy else None
     found = [settings.proxyAuthorization, password, unquote(password or "")]  # as written, and as sent
     found += [value for options in settings.modelOptions.values() for value in options.extraHeaders.values()]
+    found += [value for options in settings.modelOptions.values() for value in secrets_in(options.extraBody)]
     return [secret for secret in found if secret]
 
 
