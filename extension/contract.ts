@@ -273,6 +273,7 @@ export interface UsageResult {
 }
 /**
  * One request's usage: the billed cost when the gateway's lookup answered, else the estimate.
+ * Every field has its bound (usage.py), here for the contract, which carries them to the extension.
  */
 export interface UsageRecord {
   id: string;
@@ -379,3 +380,12 @@ export const ERROR_KINDS: readonly ErrorKind[] = [
   'internal',
   'spend_limit',
 ];
+
+/** server/gateway_lm/contract.py's CONSTANTS: the sidecar's bounds and secret words, applied here too. */
+export const MAX_ID = 200;
+export const MAX_MODEL_ID = 200;
+export const MAX_PROVIDER = 100;
+export const MAX_TIME = 40;
+export const MAX_TOKEN_COUNT = 1099511627776;
+export const MAX_USD = 1000000000;
+export const SECRET_WORDS = ['apikey', 'secret', 'token', 'password', 'passwd', 'credential', 'privatekey', 'accesskey', 'auth'] as const;

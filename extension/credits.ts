@@ -3,6 +3,7 @@
 // answers null) hides the line quietly.
 import * as vscode from 'vscode';
 import { fromRpcError, MANAGE_KEY, showError } from './errors';
+import { notify } from './notify';
 import { parseCredits } from './records';
 import type { Rpc } from './rpc';
 import type { CreditsResult } from './spendTypes';
@@ -45,7 +46,7 @@ export class Credits {
         balance === null
           ? 'This API key cannot read the team’s credit balance (the gateway refused it); requests still work.'
           : `Vercel AI Gateway credits: ${dollars(balance, true)} left${used}.`;
-      void vscode.window.showInformationMessage(text);
+      void notify('info', text);
     } catch (error) {
       showError(`Could not read the credits: ${fromRpcError(error).message}`);
     }

@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { COMMANDS, settingId } from './config';
 import { ERROR_KINDS, ErrorKind } from './contract';
+import { notify, plain } from './notify';
 
 /** The sidecar's kinds, and the extension's own for failures that never reach it: `setup` (the
  * first-start setup) and `sidecar` (the connection to it). */
@@ -23,7 +24,8 @@ export class GatewayChatError extends Error {
     readonly kind: Kind,
     readonly status: number | null,
   ) {
-    super(message);
+    // Copilot draws it as markdown in the chat, and the text is often the gateway's own.
+    super(plain(message));
     this.name = 'Vercel AI Gateway';
     // Copilot Chat shows a provider's error as `${message}: ${stack}` whenever the stack is set, so
     // the message would appear twice, followed by our bundle's frames (rfcs/0003, "Errors").
@@ -62,7 +64,7 @@ function isErrorKind(kind: string): kind is ErrorKind {
 
 /** Shows an error with its buttons, without blocking the caller (a chat throws it, too). */
 export function showError(message: string, ...buttons: Button[]): void {
-  void vscode.window.showErrorMessage(message, ...buttons).then((picked) => {
+  void notify('error', message, ...buttons).then((picked) => {
     if (picked) void vscode.commands.executeCommand(picked.command, ...(picked.args ?? []));
   });
 }

@@ -3,6 +3,7 @@
 // (extension/approval.ts) so the next steps of an agent loop go through without asking again.
 import * as vscode from 'vscode';
 import { Setting, setting, settingId } from './config';
+import { notify } from './notify';
 import type { Refusal } from './spendTypes';
 
 export type SpendAnswer = 'send' | 'cancel' | 'change';
@@ -17,7 +18,7 @@ const CANCEL: Choice = { title: 'Cancel', answer: 'cancel', isCloseAffordance: t
 
 /** Asks; "Change limit" opens the limit that refused, and the request is not sent. */
 export async function askToSend(refusal: Refusal): Promise<SpendAnswer> {
-  const picked = await vscode.window.showWarningMessage(refusal.message, { modal: true, detail: detailOf(refusal) }, SEND, CHANGE, CANCEL);
+  const picked = await notify('warning', refusal.message, { modal: true, detail: detailOf(refusal) }, SEND, CHANGE, CANCEL);
   const answer = picked?.answer ?? 'cancel';
   if (answer === 'change') void vscode.commands.executeCommand('workbench.action.openSettings', settingId(limitOf(refusal)));
   return answer;

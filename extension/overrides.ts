@@ -4,6 +4,7 @@
 // purpose (WORKSPACE_COSTLY) are named to the user once per workspace and set of values (rfcs/0007).
 import * as vscode from 'vscode';
 import { SECTION, Setting, WORKSPACE_COSTLY } from './config';
+import { notify } from './notify';
 
 const TOLD_KEY = 'workspaceCostlySettingsTold';
 const OPEN: vscode.MessageItem = { title: 'Open Workspace Settings' };
@@ -26,7 +27,8 @@ export async function tellWorkspaceCostly(state: vscode.Memento): Promise<void> 
   if (found.length === 0 || state.get<string>(TOLD_KEY) === signature) return;
   await state.update(TOLD_KEY, signature);
   const names = found.map((f) => f.name).join(', ');
-  const picked = await vscode.window.showInformationMessage(
+  const picked = await notify(
+    'info',
     `This workspace's settings change what your Vercel AI Gateway requests cost: ${names}. They apply to chats in this window; your own settings decide everything else.`,
     OPEN,
   );

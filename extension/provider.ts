@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { Approvals } from './approval';
 import type { ChatResult, ModelEntry, StreamPart, UsagePart } from './contract';
 import { fromRpcError, isCancellation } from './errors';
+import { plain } from './notify';
 import type { SpendAnswer } from './guard';
 import { spendLimitOf } from './records';
 import type { Refusal, SpendChatParams } from './spendTypes';
@@ -217,15 +218,16 @@ function reportParts(parts: StreamPart[], thinking: ThinkingMode, progress: vsco
 function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformation {
   return {
     id: model.id,
-    name: model.name,
+    // The gateway's words, drawn by VS Code with icons and (the tooltip) as markdown.
+    name: plain(model.name),
     family: model.family,
     version: model.version,
     // In o200k tokens, the unit Copilot counts messages in (rfcs/0004, "One budget unit"); the tooltip
     // and the status bar show real tokens.
     maxInputTokens: model.budgetInputTokens,
     maxOutputTokens: model.maxOutputTokens,
-    tooltip: model.tooltip,
-    detail: model.detail,
+    tooltip: plain(model.tooltip),
+    detail: plain(model.detail),
     // Every model is offered to agent mode; the sidecar withholds tools from models without
     // tool support and the tooltip says so (rfcs/0003-rpc-contract.md, "Models without tools").
     capabilities: { toolCalling: true, imageInput: model.capabilities.imageInput },

@@ -1,24 +1,28 @@
 // The sidecar's spend data, checked as it arrives: a record or an error's data that is not the
 // seam's shape is dropped (the caller says so once) rather than drawn or summed. No vscode import:
 // the usage webview's code shares extension/usageData.ts, which builds on these.
+import { MAX_ID, MAX_MODEL_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD } from './contract';
 import { SPEND_LIMIT, type CreditsResult, type Refusal, type UsageRecord } from './spendTypes';
 
 type Json = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+// A record's bounds are the sidecar's (server/gateway_lm/usage.py, through the contract): a record the
+// history keeps is one the status bar, the dashboard and the CSV take, and no other.
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= MAX_TOKEN_COUNT;
 const isAmount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+const isCost = (value: unknown): value is number => isAmount(value) && value <= MAX_USD;
 /** A bounded string: a record is drawn and exported, so a megabyte of model name is not one. */
-const isText = (value: unknown, max = 200): value is string => typeof value === 'string' && value.length > 0 && value.length <= max;
+const isText = (value: unknown, max: number): value is string => typeof value === 'string' && value.length > 0 && value.length <= max;
 
 /** One UsageRecord, or undefined when any field is not what the seam says. */
 export function parseUsageRecord(value: unknown): UsageRecord | undefined {
   if (!isObject(value)) return undefined;
   const r = value;
   const counts = [r.inputTokens, r.outputTokens, r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens];
-  if (!isText(r.id) || !isText(r.time, 40) || Number.isNaN(Date.parse(r.time)) || !isText(r.model)) return undefined;
-  if (!(r.provider === null || isText(r.provider)) || !counts.every(isCount)) return undefined;
-  if (!(r.cost === null || isAmount(r.cost)) || typeof r.billed !== 'boolean' || !(r.byok === null || typeof r.byok === 'boolean')) return undefined;
+  if (!isText(r.id, MAX_ID) || !isText(r.time, MAX_TIME) || Number.isNaN(Date.parse(r.time)) || !isText(r.model, MAX_MODEL_ID)) return undefined;
+  if (!(r.provider === null || isText(r.provider, MAX_PROVIDER)) || !counts.every(isCount)) return undefined;
+  if (!(r.cost === null || isCost(r.cost)) || typeof r.billed !== 'boolean' || !(r.byok === null || typeof r.byok === 'boolean')) return undefined;
   return {
     id: r.id,
     time: r.time,

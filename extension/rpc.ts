@@ -29,6 +29,9 @@ export class PartsRouter {
   onBilled: (requestId: string, record: UsageRecord) => void = () => undefined;
   /** Told of each notification that is not the seam's shape (it is dropped). */
   onInvalid: (what: string) => void = () => undefined;
+  /** Shows the sidecar's `window/showMessage` (LSP's MessageType: 1 error, 2 warning, else info)
+   * instead of vscode-languageclient, which shows its text as it is (extension/notify.ts). */
+  onShowMessage: ((type: number, message: string) => void) | undefined;
 
   /** Routes the notifications of a (re)started connection; subscriptions outlive connections. */
   attach(source: NotificationSource): void {
@@ -42,10 +45,11 @@ export class PartsRouter {
   }
 
   /** A message as the reader reads it (frames.ts): `gateway/parts` is shown at once, without
-   * waiting for the connection's queue. True when it was taken. */
+   * waiting for the connection's queue; `window/showMessage` goes to onShowMessage. True when it
+   * was taken. */
   take(message: object): boolean {
     const { method, id, params } = message as { method?: unknown; id?: unknown; params?: unknown };
-    if (method !== 'gateway/parts' || id !== undefined) return false;
+    if (method !== 'gateway/parts' || id !== undefined) return this.showMessage(method, id, params);
     try {
       const { requestId, parts } = params as RpcNotifications['gateway/parts'];
       this.handlers.get(String(requestId))?.(parts);
@@ -53,6 +57,13 @@ export class PartsRouter {
       // As vscode-jsonrpc treats a notification handler that throws: told, and the stream goes on.
       this.onInvalid(`a gateway/parts notification could not be shown (${error instanceof Error ? error.message : String(error)})`);
     }
+    return true;
+  }
+
+  private showMessage(method: unknown, id: unknown, params: unknown): boolean {
+    if (method !== 'window/showMessage' || id !== undefined || !this.onShowMessage) return false;
+    const { type, message } = (params ?? {}) as { type?: unknown; message?: unknown };
+    if (typeof message === 'string') this.onShowMessage(typeof type === 'number' ? type : 3, message);
     return true;
   }
 

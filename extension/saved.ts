@@ -2,7 +2,7 @@
 // anything (another version's format, a truncated write, a hand edit): what is read back is checked
 // entry by entry, a bad entry is dropped and counted (for one log line), and a start never fails
 // because of it.
-import type { Capabilities, ModelEntry, Pricing } from './contract';
+import { MAX_MODEL_ID, type Capabilities, type ModelEntry, type Pricing } from './contract';
 
 /** token-counts.json: tool strings as `model NUL text` keys, everything else under a SHA-1. */
 export interface SavedCounts {
@@ -68,7 +68,7 @@ type Checks<T> = { [K in keyof T]-?: (value: unknown) => boolean };
 const CAPABILITIES: Checks<Capabilities> = { toolCalling: isBoolean, imageInput: isBoolean };
 const PRICING: Checks<Pricing> = { input: isPrice, output: isPrice, cacheRead: isPrice, cacheWrite: isPrice };
 const MODEL: Checks<ModelEntry> = {
-  id: (value) => isString(value) && value.length > 0,
+  id: (value) => isString(value) && value.length > 0 && value.length <= MAX_MODEL_ID, // as the sidecar's catalogue
   name: isString,
   family: isString,
   version: isString,

@@ -5,6 +5,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { networkSetting, setting } from './config';
+import { plain } from './notify';
 
 export class SetupError extends Error {
   constructor(
@@ -29,7 +30,7 @@ export async function sidecarPython(context: vscode.ExtensionContext, log: vscod
     async (progress) => {
       progress.report({ message: 'finding Python…' });
       const base = await findInterpreter(log);
-      progress.report({ message: `creating an environment with ${base}…` });
+      progress.report({ message: plain(`creating an environment with ${base}…`) }); // the path is a setting's
       await fs.rm(envDir, { recursive: true, force: true });
       await run(base, ['-m', 'venv', envDir], log);
       progress.report({ message: 'installing packages…' });

@@ -5,8 +5,9 @@ import * as vscode from 'vscode';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { networkSetting, setting } from './config';
-import type { Calibration, ConfigureParams, Settings } from './contract';
+import { SECRET_WORDS, type Calibration, type ConfigureParams, type Settings } from './contract';
 import { CHOOSE_INTERPRETER, GatewayChatError, SHOW_LOGS, showError } from './errors';
+import { notify } from './notify';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
@@ -75,11 +76,26 @@ export function sidecarSecrets(): string[] {
   const options = setting<unknown>('modelOptions');
   if (options && typeof options === 'object') {
     for (const entry of Object.values(options as Record<string, unknown>)) {
-      const headers = entry && typeof entry === 'object' ? (entry as { extraHeaders?: unknown }).extraHeaders : undefined;
-      if (headers && typeof headers === 'object') found.push(...Object.values(headers as Record<string, unknown>));
+      const { extraHeaders, extraBody } = (entry && typeof entry === 'object' ? entry : {}) as { extraHeaders?: unknown; extraBody?: unknown };
+      if (extraHeaders && typeof extraHeaders === 'object') found.push(...Object.values(extraHeaders as Record<string, unknown>));
+      found.push(...secretsIn(extraBody, false));
     }
   }
   return found.filter((value): value is string => typeof value === 'string' && value.length > 0);
+}
+
+/** The strings of an extraBody under a key with a secret's name, at any depth (a BYOK provider key):
+ * the sidecar's rule, server/gateway_lm/options.py `secrets_in`, with its words (contract.ts). */
+function secretsIn(value: unknown, secret: boolean): string[] {
+  if (typeof value === 'string') return secret ? [value] : [];
+  if (Array.isArray(value)) return value.flatMap((item) => secretsIn(item, secret));
+  if (!value || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, item]) => secretsIn(item, secret || isSecretName(key)));
+}
+
+function isSecretName(name: string): boolean {
+  const normal = name.toLowerCase().replace(/[-_]/g, '');
+  return SECRET_WORDS.some((word) => normal.includes(word));
 }
 
 /** The password in a proxy URL, as written (the trace quotes the setting) and as decoded. */
@@ -122,6 +138,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   ) {
     this.stateDir = context.globalStorageUri.fsPath;
     this.router.onInvalid = (what) => this.log.warn(`${what}.`);
+    this.router.onShowMessage = (type, message) => void notify(type === 1 ? 'error' : type === 2 ? 'warning' : 'info', message);
   }
 
   onCalibration(handler: (calibration: Calibration) => void): void {
@@ -216,9 +233,15 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   }
 }
 
-/** The log channel, for message traces, with every key this session used taken out. */
+/** The log channel, for message traces, with every key this session used taken out: as written, and
+ * as a trace quotes it in JSON (a `"` or `\\` escaped). */
 export function redacting(log: vscode.LogOutputChannel, secrets: () => readonly string[]): vscode.LogOutputChannel {
-  const clean = (text: string) => secrets().reduce((out, secret) => (secret.length >= 8 ? out.split(secret).join('[redacted]') : out), text);
+  const forms = (secret: string) => [secret, JSON.stringify(secret).slice(1, -1)];
+  const clean = (text: string) =>
+    secrets()
+      .filter((secret) => secret.length >= 8)
+      .flatMap(forms)
+      .reduce((out, secret) => out.split(secret).join('[redacted]'), text);
   return {
     name: log.name,
     get logLevel() {

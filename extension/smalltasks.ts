@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import { VENDOR } from './config';
 import type { ModelEntry } from './contract';
+import { notify, plain } from './notify';
 
 /** Copilot's "copilot-utility" and "copilot-utility-small" families; values are `vendor/id`. */
 export const UTILITY_MODEL = 'chat.utilityModel';
@@ -83,23 +84,25 @@ export class SmallTasks {
 
   constructor(private readonly deps: SmallTasksDeps) {}
 
-  /** The command: the candidates with their prices, the rule's pick first; writes the chosen one. */
+  /** The command: the candidates with their prices, the rule's pick first; writes the chosen one,
+   * and asks first when a setting holds another model (the user's, or another vendor's). */
   async choose(): Promise<ModelEntry | undefined> {
     const config = vscode.workspace.getConfiguration();
     if (config.inspect(UTILITY_SMALL_MODEL)?.defaultValue === undefined) {
-      void vscode.window.showWarningMessage(`This VS Code has no '${UTILITY_SMALL_MODEL}' setting: Copilot Chat chooses its small-task models itself here.`);
+      void notify('warning', `This VS Code has no '${UTILITY_SMALL_MODEL}' setting: Copilot Chat chooses its small-task models itself here.`);
       return undefined;
     }
     const catalogue = await this.deps.catalogue();
     const ranked = rankForSmallTasks(catalogue);
     if (ranked.length === 0) {
       const why = catalogue.length ? 'no gateway model both calls tools and lists a price' : 'the model list is empty (is the API key set? see Show Logs)';
-      void vscode.window.showWarningMessage(`Nothing to use for Copilot's small tasks: ${why}.`);
+      void notify('warning', `Nothing to use for Copilot's small tasks: ${why}.`);
       return undefined;
     }
+    // The gateway's names, drawn by the quick pick with icons.
     const items: ModelItem[] = ranked.map((model, index) => ({
-      label: model.name,
-      description: index === 0 ? `${model.id} · recommended` : model.id,
+      label: plain(model.name),
+      description: plain(index === 0 ? `${model.id} · recommended` : model.id),
       detail: describePrice(model),
       model,
     }));
@@ -109,10 +112,12 @@ export class SmallTasks {
       matchOnDescription: true,
     });
     if (!picked) return undefined;
+    const keys = await this.keysToWrite(picked.model);
+    if (keys.length === 0) return undefined;
     try {
-      await this.use(picked.model);
+      await this.use(picked.model, keys);
     } catch (error) {
-      void vscode.window.showErrorMessage(`Could not write ${UTILITY_SMALL_MODEL}: ${(error as Error).message}`);
+      void notify('error', `Could not write ${UTILITY_SMALL_MODEL}: ${(error as Error).message}`);
       return undefined;
     }
     return picked.model;
@@ -126,30 +131,74 @@ export class SmallTasks {
     void this.prompt().catch((error: Error) => this.deps.log.warn(`Small-task prompt: ${error.message}`));
   }
 
+  /** Offers the rule's pick for the settings that are empty; one that holds a model stays (the
+   * message says which, and Choose… asks before replacing it). */
   private async prompt(): Promise<void> {
     const best = rankForSmallTasks(await this.deps.catalogue())[0];
     if (!best) return; // nothing to offer; the command says why
+    const held = heldModels(vscode.workspace.getConfiguration());
+    const empty = UTILITY_SETTINGS.filter((key) => !held.has(key));
     const use = `Use ${best.name}`;
-    const answer = await vscode.window.showInformationMessage(
-      `Copilot runs chat titles, progress messages and commit messages on a separate small model, and none is set. Use ${best.name} (${describePrice(best)}) from Vercel AI Gateway?`,
-      use,
-      'Choose…',
-      "Don't ask again",
-    );
-    if (answer === use) await this.use(best);
+    const offer = `${best.name} (${describePrice(best)}) from Vercel AI Gateway`;
+    const message =
+      held.size === 0
+        ? `Copilot runs chat titles, progress messages and commit messages on a separate small model, and none is set. Use ${offer}?`
+        : `Copilot runs chat titles, progress messages and commit messages on separate small models: ${describeHeld(held)}, and ${empty.join(' and ')} is not set. Use ${offer} for ${empty.join(' and ')}? ${describeKept(held)}.`;
+    const answer = await notify('info', message, use, 'Choose…', "Don't ask again");
+    if (answer === use) await this.use(best, empty);
     else if (answer === 'Choose…') await this.choose();
     else if (answer === "Don't ask again") await this.deps.state.update(DONT_ASK_KEY, true);
   }
 
-  /** Both utility settings, for the user (global): Copilot's notice stays until both are set. */
-  private async use(model: ModelEntry): Promise<void> {
+  /** The settings to write for `model`: both, unless one holds another model and the user keeps it
+   * (none when they close the question). */
+  private async keysToWrite(model: ModelEntry): Promise<string[]> {
+    const value = settingValue(model);
+    const others = new Map([...heldModels(vscode.workspace.getConfiguration())].filter(([, held]) => held !== value));
+    if (others.size === 0) return [...UTILITY_SETTINGS];
+    const [them, keep] = others.size > 1 ? ['them', 'Keep Them'] : ['it', 'Keep It'];
+    const free = UTILITY_SETTINGS.filter((key) => !others.has(key));
+    const only = free.length ? ` ${keep} sets only ${free.join(' and ')}.` : '';
+    const answer = await notify('info', `Copilot's small tasks: ${describeHeld(others)}. Replace ${them} with ${model.name}?${only}`, 'Replace', keep);
+    if (answer === 'Replace') return [...UTILITY_SETTINGS];
+    return answer === keep ? free : [];
+  }
+
+  /** `keys` (of the two utility settings) for the user (global): Copilot's notice stays until both are set. */
+  private async use(model: ModelEntry, keys: readonly string[]): Promise<void> {
     const config = vscode.workspace.getConfiguration();
     const value = settingValue(model);
-    await config.update(UTILITY_SMALL_MODEL, value, vscode.ConfigurationTarget.Global);
-    await config.update(UTILITY_MODEL, value, vscode.ConfigurationTarget.Global);
-    this.deps.log.info(`Copilot's small tasks now use ${value} (${UTILITY_SMALL_MODEL}, ${UTILITY_MODEL}).`);
-    const shadowed = [UTILITY_SMALL_MODEL, UTILITY_MODEL].filter((key) => vscode.workspace.getConfiguration().get(key) !== value);
+    for (const key of keys) await config.update(key, value, vscode.ConfigurationTarget.Global);
+    this.deps.log.info(`Copilot's small tasks now use ${value} (${keys.join(', ')}).`);
+    const now = vscode.workspace.getConfiguration();
+    const shadowed = keys.filter((key) => now.get(key) !== value);
     const note = shadowed.length ? ` A workspace setting overrides ${shadowed.join(' and ')} here.` : '';
-    void vscode.window.showInformationMessage(`Copilot's chat titles, progress messages and commit messages now run on ${model.name}.${note}`);
+    const kept = [...heldModels(now)].filter(([key]) => !keys.includes(key)).map(([key, held]) => `; ${key} keeps '${held}'`);
+    const what =
+      keys.length === UTILITY_SETTINGS.length
+        ? `Copilot's chat titles, progress messages and commit messages now run on ${model.name}.`
+        : `${keys.join(' and ')} now uses ${model.name}${kept.join('')}.`;
+    void notify('info', `${what}${note}`);
   }
+}
+
+const UTILITY_SETTINGS = [UTILITY_SMALL_MODEL, UTILITY_MODEL] as const;
+
+/** The utility settings that name a model (any vendor's), with the model they name. */
+function heldModels(config: vscode.WorkspaceConfiguration): Map<string, string> {
+  const held = new Map<string, string>();
+  for (const key of UTILITY_SETTINGS) {
+    const value = config.get(key);
+    if (typeof value === 'string' && isSet(value)) held.set(key, value);
+  }
+  return held;
+}
+
+/** "chat.utilitySmallModel is set to 'ollama/llama3'" (values as written: another vendor's may name any model). */
+function describeHeld(held: ReadonlyMap<string, string>): string {
+  return [...held].map(([key, value]) => `${key} is set to '${value}'`).join(' and ');
+}
+
+function describeKept(held: ReadonlyMap<string, string>): string {
+  return held.size > 1 ? 'Those set stay as they are' : `${[...held.keys()][0]} stays as it is`;
 }

@@ -2,7 +2,8 @@
 // the cost the gateway billed once its lookup lands (gateway/billed), and the credits left.
 import * as vscode from 'vscode';
 import { COMMANDS, STATUS_ITEM_ID } from './config';
-import type { ModelEntry, UsagePart } from './contract';
+import { MAX_USD, type ModelEntry, type UsagePart } from './contract';
+import { plain } from './notify';
 import type { UsageRecord } from './spendTypes';
 
 /** Requests whose estimate is remembered until their billed cost replaces it in the session total. */
@@ -70,7 +71,7 @@ export class UsageStatus implements vscode.Disposable {
     const percent = share === undefined ? '' : ` · ${share > 0 && share < 0.01 ? '<1' : Math.round(share * 100)}% of context`;
     // The bar stays short: whether a cost is billed or estimated is the tooltip's to say.
     const price = cost === undefined ? '' : ` · ${dollars(cost)}`;
-    this.item.text = `$(pulse) ${model?.name ?? 'AI Gateway'}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
+    this.item.text = `$(pulse) ${plain(model?.name ?? 'AI Gateway')}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
     this.item.backgroundColor =
       share !== undefined && share >= 0.9
         ? new vscode.ThemeColor('statusBarItem.errorBackground')
@@ -119,7 +120,8 @@ function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
   const { input, output, cacheRead } = model.pricing;
   if (input === null || output === null) return undefined;
   const fresh = usage.inputTokens - usage.cachedTokens;
-  return (fresh * input + usage.cachedTokens * (cacheRead ?? input) + usage.outputTokens * output) / 1_000_000;
+  const cost = (fresh * input + usage.cachedTokens * (cacheRead ?? input) + usage.outputTokens * output) / 1_000_000;
+  return cost <= MAX_USD ? cost : undefined; // past it, no cost: as the sidecar's record (usage.bounded_usd)
 }
 
 /** Cents where they matter, four places below a cent (most single requests); a balance in cents. */

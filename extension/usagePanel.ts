@@ -2,6 +2,7 @@
 // them to the page (extension/webview/usage.ts draws them), and saves them as CSV on request.
 import * as vscode from 'vscode';
 import { fromRpcError } from './errors';
+import { notify } from './notify';
 import { parseUsageRecords } from './records';
 import type { Rpc } from './rpc';
 import type { UsageRecord } from './spendTypes';
@@ -74,7 +75,7 @@ export class UsagePanel {
 
   /** The records shown now, as CSV, where the user picks. */
   private async exportCsv(): Promise<void> {
-    if (!this.since) return void vscode.window.showInformationMessage('The usage history has not loaded yet: nothing to export.');
+    if (!this.since) return void notify('info', 'The usage history has not loaded yet: nothing to export.');
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const name = `ai-gateway-usage-${this.since}-to-${this.until}.csv`;
     const target = await vscode.window.showSaveDialog({
@@ -85,9 +86,9 @@ export class UsagePanel {
     if (!target) return;
     try {
       await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(toCsv(this.records)));
-      void vscode.window.showInformationMessage(`Saved ${this.records.length} requests to ${target.fsPath}.`);
+      void notify('info', `Saved ${this.records.length} requests to ${target.fsPath}.`);
     } catch (error) {
-      void vscode.window.showErrorMessage(`Could not save the CSV: ${(error as Error).message}`);
+      void notify('error', `Could not save the CSV: ${(error as Error).message}`);
     }
   }
 }

@@ -22,8 +22,14 @@ const types = await compile(schema, 'RpcContract', {
   format: false,
   unreachableDefinitions: false,
 });
-// The one runtime value: the extension checks a kind against the closed list before trusting it.
+// The runtime values: the extension checks a kind against the closed list before trusting it, and
+// applies the sidecar's bounds and secret words (contract.py's CONSTANTS, the schema's x-constants).
 const kinds = schema.$defs.ErrorKind.enum;
-const runtime = `\n/** Every ErrorKind, for checking a kind read off the wire. */\nexport const ERROR_KINDS: readonly ErrorKind[] = ${JSON.stringify(kinds)};\n`;
+const constants = Object.entries(schema['x-constants'])
+  .map(([name, value]) => `export const ${name} = ${JSON.stringify(value)}${Array.isArray(value) ? ' as const' : ''};`)
+  .join('\n');
+const runtime =
+  `\n/** Every ErrorKind, for checking a kind read off the wire. */\nexport const ERROR_KINDS: readonly ErrorKind[] = ${JSON.stringify(kinds)};\n` +
+  `\n/** server/gateway_lm/contract.py's CONSTANTS: the sidecar's bounds and secret words, applied here too. */\n${constants}\n`;
 const options = { ...(await prettier.resolveConfig(TARGET)), filepath: TARGET };
 writeFileSync(out, await prettier.format(types + runtime, options));

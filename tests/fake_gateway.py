@@ -134,6 +134,21 @@ HOSTILE_MODELS = b"""{"object": "list", "data": [
 ]}"""
 
 
+# What a gateway's text may hold that its reader must not obey: a command link (VS Code's
+# notifications make `[label](command:…)` clickable), an icon (`$(name)`), an OSC 52 clipboard write,
+# a screen clear, a carriage return and a forged line. In model names under a base URL with `/hostile-text/` in its path
+# (`fake/tools` keeps its place as the small-task pick), in the `hostile-text` scenario's error and
+# answer, and in the credits error of the key `credits-hostile-text` (fake_spend.py).
+HOSTILE_TEXT = fake_spend.HOSTILE_TEXT
+# And, listed there too, an id no request may name and no usage record may hold (longer than
+# protocol.MAX_MODEL_ID), priced, without tools (so it is no small-task pick).
+LONG_ID_MODEL = {**MODELS[0], "id": "fake/" + "long" * 60, "name": "Fake Long Id", "tags": []}
+HOSTILE_TEXT_MODELS = [
+    *({**m, "name": f"{m['name']} {HOSTILE_TEXT}"} if m["id"] == "fake/tools" else m for m in MODELS),
+    LONG_ID_MODEL,
+]
+
+
 def echo_key_error(authorization: str | None) -> dict[str, Any]:
     return {"error": {"message": f"Invalid API key in '{authorization}'", "type": "authentication_error"}}
 
@@ -315,6 +330,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(401, echo_key_error(self.headers.get("authorization")))
             elif "/hostile/" in self.path:
                 self._raw(200, HOSTILE_MODELS, "application/json")
+            elif "/hostile-text/" in self.path:
+                self._json(200, {"object": "list", "data": HOSTILE_TEXT_MODELS})
             elif "/tokenizer/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, TOKENIZER_MODEL]})
             else:
@@ -358,6 +375,8 @@ class Handler(BaseHTTPRequestHandler):
                 "headers": {
                     key.lower(): value for key, value in self.headers.items() if key.lower() != "authorization"
                 },
+                # as they arrived, a name sent twice twice (`headers` keeps the last)
+                "raw_headers": [[key, value] for key, value in self.headers.items() if key.lower() != "authorization"],
                 "providerOptions": body.get("providerOptions") if isinstance(body, dict) else None,
                 "received_at": time.time(),
             }
@@ -408,8 +427,15 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     if scenario.startswith("ratelimit-after:"):
         h._raw(429, ERRORS[429][0].encode(), "application/json", {"retry-after": scenario.partition(":")[2]})
         return
+    if scenario == "hostile-text":
+        h._json(400, {"error": {"message": f"Bad request {HOSTILE_TEXT}", "type": "invalid_request_error"}})
+        return
     if scenario == "echo-key-401":
         h._json(401, echo_key_error(h.headers.get("authorization")))
+        return
+    if scenario == "echo-request-400":  # quotes the body as sent and the headers as JSON, as providers do
+        quoted = f"Invalid request {json.dumps(body)} with headers {json.dumps(entry['headers'])}"
+        h._json(400, {"error": {"message": quoted, "type": "invalid_request_error"}})
         return
     if scenario == "ratelimit-noheader":
         h._raw(429, ERRORS[429][0].encode(), "application/json")
@@ -556,6 +582,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "echo":
         h._send(entry, [created, *text_events([json.dumps(body)]), completed()])
+        return
+    if scenario == "hostile-answer":
+        h._send(entry, [created, *text_events(["Hi ", HOSTILE_TEXT]), completed()])
         return
     if scenario == "titled":  # Copilot's chat request offers tools; its title request (a small task) does not
         h._send(entry, [created, *text_events(ANSWER if body.get("tools") else [TITLE]), completed()])

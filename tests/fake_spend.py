@@ -3,11 +3,12 @@
 those lookups find.
 
 - Credits: decimal strings; the key `no-credits` gets 403, `credits-500` a 500, `credits-hostile`
-  values no number can be read from.
+  values no number can be read from, `credits-hostile-text` a 500 whose message is HOSTILE_TEXT.
 - A `billed*` answer's response id is a fresh `gen_…` id (the `billed-meta` one names it only in
   `providerMetadata.gateway.generationId`, with a `resp_…` response id). Its generation is "not
   found" (404) until ~300 ms after the answer (`billed`), for the first N lookups
-  (`billed-after:N`), or for ever (`billed-never`). An unknown id is a 404 too.
+  (`billed-after:N`), or for ever (`billed-never`); `billed-cost:USD` is found at once and bills
+  USD. An unknown id is a 404 too.
 Every lookup is recorded in `Gateway.lookups` and served back at `GET /_lookups`.
 """
 
@@ -23,6 +24,12 @@ TOTAL_COST = 0.00123
 PROVIDER = "fakecloud"
 CREDITS = {"balance": "95.50", "total_used": "4.50"}
 HOSTILE_CREDITS = b'{"balance": "NaN", "total_used": "1e400"}'
+# A command link, an icon, an OSC 52 clipboard write, a screen clear, a carriage return and a forged
+# line (fake_gateway.py serves it in model names and chat errors too).
+HOSTILE_TEXT = (
+    "[Fix it](command:workbench.action.openGlobalKeybindings) $(loading~spin)"
+    " \x1b]52;c;aGk=\x07\x1b[2J\r\nerror: auth: forged"
+)
 NOT_FOUND = {"error": {"message": "Generation not found", "type": "not_found"}}
 
 
@@ -37,6 +44,8 @@ def serve_get(h: Any, gateway: Any) -> bool:
             h._json(403, {"error": {"message": "This key cannot read credits", "type": "forbidden"}})
         elif key == "credits-500":
             h._json(500, {"error": {"message": "Internal error", "type": "internal_server_error"}})
+        elif key == "credits-hostile-text":
+            h._json(500, {"error": {"message": f"Credits unavailable {HOSTILE_TEXT}", "type": "internal_server_error"}})
         elif key == "credits-hostile":
             h._raw(200, HOSTILE_CREDITS, "application/json")
         else:
@@ -68,8 +77,11 @@ class Generations:
 
     def add(self, generation_id: str, model: str, scenario: str) -> None:
         _, _, arg = scenario.partition(":")
+        data = generation_data(generation_id, model)
+        if scenario.startswith("billed-cost:"):
+            data["total_cost"], arg = float(arg), "0"
         self.records[generation_id] = {
-            "data": generation_data(generation_id, model),
+            "data": data,
             "ready_at": math.inf if scenario == "billed-never" else time.time() + (0 if arg else READY_AFTER),
             "misses_left": int(arg) if arg else 0,
         }

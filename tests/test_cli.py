@@ -132,3 +132,31 @@ def test_serve_with_stdin_that_is_not_a_pipe_says_so_and_exits() -> None:
         run.stderr.strip()
         == "gateway-lm serve: stdin must be a pipe or a terminal (the extension starts it with pipes)"
     )
+
+
+UNSAFE = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]]  # not \t, \n
+
+
+def test_a_hostile_gateway_s_text_is_printed_as_text(gateway: FakeServer) -> None:
+    """Model names, an error and an answer holding an OSC 52 clipboard write, a screen clear and a
+    forged line (fake_gateway.HOSTILE_TEXT): shown, escaped, never obeyed."""
+    hostile_url = gateway.base_url.replace("/v1", "/hostile-text/v1")
+    run = cli("models", "--base-url", hostile_url)
+    assert run.returncode == 0, run.stderr
+    assert not [c for c in run.stdout if c in UNSAFE]
+    assert all(line.count("\t") == 3 for line in run.stdout.splitlines()), "no forged line or field"
+    assert "\\u001b]52;c;aGk=\\u0007\\u001b[2J\\r\\nerror: auth: forged" in run.stdout
+    run = cli("chat", "--max-retries", "0", "--base-url", gateway.base_url, "--model", "fake/hostile-text", "hi")
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, "one line, not a forged second"
+    assert not [c for c in run.stderr.rstrip("\n") if c in UNSAFE]
+    assert "\\u001b]52;c;aGk=\\u0007" in run.stderr
+    run = cli("chat", "--base-url", gateway.base_url, "--model", "fake/hostile-answer", "hi")
+    assert run.returncode == 0, run.stderr
+    assert not [c for c in run.stdout if c in UNSAFE and c != "\n"]
+    shown = "Hi [Fix it](command:workbench.action.openGlobalKeybindings) $(loading~spin)"
+    shown += " \\u001b]52;c;aGk=\\u0007\\u001b[2J\\r\n"
+    assert run.stdout == shown + "error: auth: forged\n", "the answer's own line break stays"
+    model = "fake/hostile-text"
+    run = cli("chat", "--json", "--max-retries", "0", "--base-url", gateway.base_url, "--model", model, "hi")
+    assert not [c for c in run.stdout.replace("\n", "") if c in UNSAFE]
+    assert "\x1b]52" in json.loads(run.stdout.splitlines()[-1])["message"], "JSON that still says what was sent"

@@ -105,6 +105,9 @@ def test_the_most_specific_pattern_wins_option_by_option() -> None:
         ({"extraHeaders": {"Authorization": "Bearer other"}}, "extraHeaders"),
         ({"extraHeaders": {"connection": "close"}}, "extraHeaders"),
         ({"extraHeaders": {"x-ok": "a\r\nx-injected: 1"}}, "extraHeaders"),
+        ({"extraHeaders": {"x-ok": "café"}}, "extraHeaders"),  # httpx cannot encode it: every chat failed
+        ({"extraHeaders": {"x-ok": "a\x1bb"}}, "extraHeaders"),
+        ({"extraHeaders": {"X-Team": "a", "x-team": "b"}}, "extraHeaders"),  # one name, twice
         ({"extraHeaders": {"bad name": "x"}}, "extraHeaders"),
         ({"seed": 3}, "seed"),
     ],
@@ -167,3 +170,102 @@ async def test_the_sidecar_applies_the_setting_and_reports_a_bad_caller_option(g
         assert caught.value.data["kind"] == "bad_request"
     finally:
         await sidecar.stop()
+
+
+async def test_a_header_value_that_cannot_be_sent_is_refused_at_configure_and_chats_go_on(gateway: FakeServer) -> None:
+    """Before: accepted, then every chat failed with 'Internal error (UnicodeEncodeError…)'."""
+    sidecar = Sidecar()
+    table = {"fake/*": {"temperature": 0.2, "extraHeaders": {"x-team": "équipe"}}}
+    await sidecar.start(gateway.base_url, {"modelOptions": table, "proxyAuthorization": "Basic \u00e9t\u00e9"})
+    try:
+        shown = [message for _, message in sidecar.logs if message.startswith("shown:")]
+        assert len(shown) == 1, shown
+        assert (
+            "vercelAiGateway.modelOptions: 'fake/*': extraHeaders dropped (the value of 'x-team' may hold only"
+            in shown[0]
+        )
+        assert "http.proxyAuthorization: may hold only printable ASCII" in shown[0] and "été" not in shown[0]
+        chat = {"requestId": "r1", "model": "fake/text", "messages": USER}
+        result = await sidecar.request("gateway/chat", chat)
+        assert result["finishReason"] == "stop"
+        assert gateway.gateway.requests[-1]["body"]["temperature"] == 0.2, "the pattern's other options apply"
+    finally:
+        await sidecar.stop()
+
+
+async def test_attribution_headers_go_out_once_whatever_their_case(gateway: FakeServer) -> None:
+    """One rule, case-insensitive: a model's extra header replaces ours of the same name (before, a
+    mixed-case `X-Title` went out beside ours), and a more specific pattern's replaces a less specific one's."""
+    table = {
+        "*": {"extraHeaders": {"x-title": "Everyone's", "user-agent": "theirs/0"}},
+        "fake/*": {
+            "extraHeaders": {"X-Title": "My Tool", "HTTP-Referer": "https://example.com/tool", "User-Agent": "mine/1"}
+        },
+    }
+    entry = await sent(gateway, with_options(gateway, table))
+    names = [name.lower() for name, _ in entry["raw_headers"]]
+    for name in ("x-title", "http-referer", "user-agent", "accept"):
+        assert names.count(name) == 1, (name, entry["raw_headers"])
+    assert entry["headers"]["x-title"] == "My Tool" and entry["headers"]["user-agent"] == "mine/1"
+    assert entry["headers"]["http-referer"] == "https://example.com/tool"
+    plain = await sent(gateway, Settings(baseUrl=gateway.base_url))
+    assert plain["headers"]["x-title"] == "Vercel AI Gateway for Copilot Chat", "ours, without extra headers"
+
+
+async def test_privacy_settings_hold_over_a_models_extra_body_and_the_user_is_told(gateway: FakeServer) -> None:
+    """Before: extraBody's providerOptions.gateway.zeroDataRetention false (and `only`, and `store:
+    true`) went out over the routing settings, without a word."""
+    table = {
+        "fake/*": {
+            "temperature": 0.3,
+            "extraBody": {
+                "providerOptions": {
+                    "gateway": {
+                        "zeroDataRetention": False,
+                        "disallowPromptTraining": False,
+                        "only": ["sketchy"],
+                        "order": ["sketchy"],  # not a privacy setting: the model's to choose
+                    },
+                    "anthropic": {"cacheControl": True},
+                },
+            },
+        },
+        "fake/text": {"extraBody": {"store": True}},
+        "fake/te*": {"extraBody": {"providerOptions": None}},  # would replace the routing settings whole
+    }
+    privacy = {"zeroDataRetention": True, "disallowPromptTraining": True, "gatewayOnly": ["anthropic", "bedrock"]}
+    settings, problems = updated_settings(Settings(baseUrl=gateway.base_url, **privacy), {"modelOptions": table})
+    message = describe_problems(problems)
+    for key, setting in [
+        ("zeroDataRetention", "routing.zeroDataRetention"),
+        ("disallowPromptTraining", "routing.disallowPromptTraining"),
+        ("only", "routing.only"),
+    ]:
+        assert (
+            f"'fake/*': extraBody's providerOptions.gateway.{key} not sent (vercelAiGateway.{setting} holds)" in message
+        )
+    assert "order" not in message
+    assert "'fake/text': extraBody dropped (may not set store" in message
+    assert "'fake/te*': extraBody dropped (providerOptions and providerOptions.gateway must be objects)" in message
+    body = (await sent(gateway, settings))["body"]
+    assert body["store"] is False
+    assert body["temperature"] == 0.3
+    assert body["providerOptions"] == {
+        "gateway": {
+            "zeroDataRetention": True,
+            "disallowPromptTraining": True,
+            "only": ["anthropic", "bedrock"],
+            "order": ["sketchy"],
+        },
+        "anthropic": {"cacheControl": True},
+    }
+    # The privacy settings left off: the model's extraBody decides, and nothing is said.
+    settings, problems = updated_settings(Settings(baseUrl=gateway.base_url), {"modelOptions": table})
+    assert "not sent" not in describe_problems(problems)
+    gateway_options = (await sent(gateway, settings))["body"]["providerOptions"]["gateway"]
+    assert gateway_options == {
+        "zeroDataRetention": False,
+        "disallowPromptTraining": False,
+        "only": ["sketchy"],
+        "order": ["sketchy"],
+    }

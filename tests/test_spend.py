@@ -367,3 +367,41 @@ async def test_without_a_usable_history_chats_still_answer_and_bill(gateway: Fak
         assert sum(message.startswith("shown: ") for _, message in side.logs) == 1, "told once"
     finally:
         await side.stop()
+
+
+# ---- one bound each, everywhere (usage.py's constants, carried to the extension by the contract) ----
+
+
+async def test_a_billed_cost_under_the_bound_is_kept_as_the_status_bar_shows_it(sidecar: Sidecar) -> None:
+    """Before: $5M went to the status bar in gateway/billed, and the history read it as no cost."""
+    await sidecar.request("gateway/chat", chat("big", "billed-cost:5000000"))
+    _, record = await billed_for(sidecar, "big")
+    assert record["billed"] is True and record["cost"] == 5_000_000
+    usage = await sidecar.request("gateway/usage", {})
+    assert [r["cost"] for r in usage["records"]] == [5_000_000] and usage["dayTotal"] == 5_000_000
+    await sidecar.request("gateway/chat", chat("past", "billed-cost:2000000000"))  # past MAX_USD: no reading
+    _, record = await billed_for(sidecar, "past")
+    assert record["billed"] is False and record["cost"] == pytest.approx(ESTIMATE), "the estimate stands"
+    usage = await sidecar.request("gateway/usage", {})
+    assert sorted(r["cost"] for r in usage["records"]) == [pytest.approx(ESTIMATE), 5_000_000]
+
+
+async def test_a_model_id_past_the_bound_is_listed_nowhere_asked_for_never_and_recorded_never(
+    gateway: FakeServer, tmp_path: Path
+) -> None:
+    """Before: listed, sent, and recorded, counted in today's total while the dashboard dropped it."""
+    from fake_gateway import LONG_ID_MODEL
+
+    side = Sidecar()
+    await side.start(gateway.base_url.replace("/v1", "/hostile-text/v1"), {"stateDir": str(tmp_path)})
+    try:
+        listed = [m["id"] for m in (await side.request("gateway/models", {}))["models"]]
+        assert "fake/text" in listed and LONG_ID_MODEL["id"] not in listed
+        with pytest.raises(JsonRpcException) as caught:
+            await side.request("gateway/chat", chat("long", model=LONG_ID_MODEL["id"]))
+        assert caught.value.data["kind"] == "bad_request" and "at most 200 characters" in caught.value.message
+        assert gateway.gateway.requests == [], "nothing was sent"
+        usage = await side.request("gateway/usage", {})
+        assert usage["records"] == [] and usage["dayTotal"] == 0.0
+    finally:
+        await side.stop()

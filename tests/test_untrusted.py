@@ -442,3 +442,33 @@ async def test_an_echoed_key_appears_nowhere_in_the_sidecar(gateway: FakeServer)
         f"redacted={echoed}, leaks={leaks or 'none'}, traceback={'Traceback' in logs + stderr}",
         echoed and not leaks and "Traceback" not in logs + stderr,
     )
+
+
+PROVIDER_KEY = "sk-ant-provider-canary-8f3a"  # a BYOK key in a model's extraBody
+HEADER_TOKEN = 'team"token\\canary-77'  # a header value JSON writes as team\"token\\canary-77
+
+
+async def test_a_provider_key_in_extra_body_and_a_quoted_header_value_appear_nowhere(gateway: FakeServer) -> None:
+    """Before: the extraBody key was no secret to the redactor, and a header value reached the log
+    whenever it was quoted as JSON (a `"` or `\\` escaped)."""
+    options = {
+        "fake/*": {
+            "extraBody": {"providerOptions": {"gateway": {"byok": {"anthropic": [{"apiKey": PROVIDER_KEY}]}}}},
+            "extraHeaders": {"x-team": HEADER_TOKEN},
+        }
+    }
+    side = Sidecar()
+    await side.start(gateway.base_url, {"logLevel": "trace", "maxRetries": 0, "modelOptions": options})
+    try:
+        with pytest.raises(JsonRpcException) as caught:
+            await side.request("gateway/chat", chat_params("r1", "echo-request-400"))
+    finally:
+        await side.stop()
+    sent = gateway.gateway.requests[-1]
+    assert sent["body"]["providerOptions"]["gateway"]["byok"]["anthropic"][0]["apiKey"] == PROVIDER_KEY
+    assert sent["headers"]["x-team"] == HEADER_TOKEN, "both went out"
+    message = caught.value.message
+    assert "Invalid request" in message and message.count("[redacted]") == 2, message
+    quoted = json.dumps(HEADER_TOKEN)[1:-1]
+    for text in (message, *(m for _, m in side.logs)):
+        assert PROVIDER_KEY not in text and HEADER_TOKEN not in text and quoted not in text, text

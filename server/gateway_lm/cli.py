@@ -21,23 +21,26 @@ from .pipeline import stream_chat
 from .protocol import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
 from .replay import events_from_recording
 from .settings import Settings, updated_settings
+from .terminal import printable
 
 DEFAULT_MODEL = "openai/gpt-5-mini"
 
 
 class Output:
     """Parts to the terminal: answer on stdout, the rest on stderr; or JSON lines with --json.
-    Everything written goes through the redactor: the gateway may quote the key back."""
+    Everything written goes through the redactor (the gateway may quote the key back) and through
+    `printable` with line breaks kept (terminal.py); a gateway's string inside one of our lines is
+    made printable where the line is built, line breaks included."""
 
     def __init__(self, as_json: bool, redact: Callable[[str], str]) -> None:
         self.as_json = as_json
         self.redact = redact
 
     def out(self, text: str) -> None:
-        sys.stdout.write(self.redact(text))
+        sys.stdout.write(self.redact(printable(text, lines=True)))
 
     def err(self, text: str) -> None:
-        sys.stderr.write(self.redact(text))
+        sys.stderr.write(self.redact(printable(text, lines=True)))
 
     def parts(self, parts: Iterable[PartOut]) -> None:
         for part in parts:
@@ -53,7 +56,7 @@ class Output:
         elif part["type"] == "thinking":
             self.err(part["value"])
         elif part["type"] == "toolCall":
-            self.err(f"\n[tool call {part['name']} {json.dumps(part['input'])}]\n")
+            self.err(f"\n[tool call {printable(part['name'])} {json.dumps(part['input'])}]\n")
         elif part["type"] == "usage":
             self.err(
                 f"\nusage: input {part['inputTokens']} (cached {part['cachedTokens']}) · "
@@ -70,7 +73,7 @@ class Output:
             part: ErrorPart = {"type": "error", "kind": error.kind, "message": error.message, "status": error.status}
             self.out(json.dumps(part, ensure_ascii=False) + "\n")
             sys.stdout.flush()
-        self.err(f"error: {error.kind}: {error.message}\n")
+        self.err(f"error: {error.kind}: {printable(error.message)}\n")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -125,7 +128,7 @@ async def run_models(args: argparse.Namespace, out: Output) -> None:
         return
     for model in models:
         tools = "tools" if model.capabilities.toolCalling else "no tools"
-        out.out(f"{model.id}\t{model.name}\tcontext {model.contextWindow}\t{tools}\n")
+        out.out(f"{printable(model.id)}\t{printable(model.name)}\tcontext {model.contextWindow}\t{tools}\n")
 
 
 def run_count(args: argparse.Namespace, out: Output) -> None:
@@ -179,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     redact = Redactor()  # the keys in the environment: the CLI's only keys
     out = Output(bool(getattr(args, "json", False)), redact)
     if args.command != "serve":  # the sidecar sets up its own logging
-        configure(ClientLogHandler(redact, lambda _, message: out.err(message + "\n")), "warning")
+        configure(ClientLogHandler(redact, lambda _, message: out.err(printable(message) + "\n")), "warning")
     try:
         dispatch(args, out)
     except GatewayError as error:

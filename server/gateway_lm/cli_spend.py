@@ -16,6 +16,7 @@ from .guard import usd
 from .history import DB_NAME, UsageRecord, UsageStore, utc_day
 from .settings import Settings
 from .spend import read_credits
+from .terminal import printable
 
 
 class Output(Protocol):
@@ -77,7 +78,7 @@ def run_usage(args: argparse.Namespace, out: Output) -> None:
         out.out(json.dumps({"records": records, "dayTotal": total}, ensure_ascii=False) + "\n")
         return
     if not records:
-        out.err(f"no usage recorded in {state_dir / DB_NAME} for these days\n")
+        out.err(f"no usage recorded in {printable(str(state_dir / DB_NAME))} for these days\n")
     for record in records:
         out.out(_line(record))
     out.err(f"today ({utc_day()}, UTC): {usd(total)} · {len(records)} requests listed · ≈ marks an estimate\n")
@@ -85,9 +86,11 @@ def run_usage(args: argparse.Namespace, out: Output) -> None:
 
 def _line(record: UsageRecord) -> str:
     cost = "?" if record["cost"] is None else ("" if record["billed"] else "≈") + usd(record["cost"])
-    when = record["time"].replace("T", " ")[:19]
+    # Every text of a record is the gateway's (the model id from its list, the provider from its
+    # bill, the time from a shared file): printed as text, never as the terminal's commands.
+    when = printable(record["time"].replace("T", " ")[:19])
     return (
-        f"{when}\t{record['model']}\t{record['provider'] or '-'}\tin {record['inputTokens']}"
+        f"{when}\t{printable(record['model'])}\t{printable(record['provider'] or '-')}\tin {record['inputTokens']}"
         f" (cached {record['cachedTokens']}, written {record['cacheWriteTokens']})\tout {record['outputTokens']}"
         f" (reasoning {record['reasoningTokens']})\t{cost}\n"
     )

@@ -34,6 +34,7 @@ from .errors import (
     with_advice,
 )
 from .network import Route, route
+from .options import with_headers
 from .settings import Settings
 from .sse import DONE, Event, SSEFramer, parse_event
 from .transport import AiohttpTransport
@@ -114,15 +115,16 @@ class GatewayClient:
         await self._http.aclose()
 
     def _headers(self, api_key: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        # The user's extra headers (options.py refuses the ones set below, in any case) come first.
-        headers = {
-            **(extra or {}),
+        # The model's extra headers replace ours of the same name in any case (rfcs/0007): one of each
+        # goes out. options.py refuses `accept` and `authorization` there, so those are always ours.
+        ours = {
             "accept": "text/event-stream",
             "accept-encoding": ACCEPT_ENCODING,
             "user-agent": "ai-gateway-lm",
             "http-referer": APP_REFERER,
             "x-title": APP_TITLE,
         }
+        headers = with_headers(ours, extra or {})
         token = resolve_api_key(api_key)
         if token:
             headers["authorization"] = f"Bearer {token}"

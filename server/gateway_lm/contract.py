@@ -21,11 +21,13 @@ from typing_extensions import TypeAliasType, TypedDict
 
 from .errors import ErrorData
 from .ledger import BilledNotification, CreditsParams, UsageParams, UsageResult
+from .options import SECRET_WORDS
 from .params import ChatParams, ConfigureParams, CountParams
 from .picker import ModelEntry
-from .protocol import FinishReason, PartOut, UsagePart
+from .protocol import MAX_MODEL_ID, FinishReason, PartOut, UsagePart
 from .settings import Settings
 from .spend import Credits
+from .usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD
 
 # ---- shapes that were plain dicts ----
 
@@ -86,6 +88,19 @@ NOTIFICATIONS: dict[str, Any] = {
     "gateway/calibration": Calibration,  # server → client
     "gateway/billed": BilledNotification,  # server → client, once per chat after its result
 }
+# Constants the extension applies as the sidecar does, under the names they have at their homes
+# (usage.py, protocol.py, options.py): the bounds of a usage record and of a model id, and the words
+# that mark a secret's name in a model's extraBody. In the schema as `x-constants`; generated into
+# extension/contract.ts as `export const`s.
+CONSTANTS: dict[str, Any] = {
+    "MAX_ID": MAX_ID,
+    "MAX_MODEL_ID": MAX_MODEL_ID,
+    "MAX_PROVIDER": MAX_PROVIDER,
+    "MAX_TIME": MAX_TIME,
+    "MAX_TOKEN_COUNT": MAX_TOKEN_COUNT,
+    "MAX_USD": MAX_USD,
+    "SECRET_WORDS": list(SECRET_WORDS),
+}
 # Also in the contract: `data` of every JSON-RPC error, and `initialize`'s options, which carry what
 # `gateway/configure` carries.
 EXTRAS: dict[str, tuple[Any, JsonSchemaMode]] = {
@@ -145,7 +160,8 @@ def schema() -> JsonSchemaValue:
     contract = {"methods": {"$ref": "#/$defs/RpcMethods"}, "notifications": {"$ref": "#/$defs/RpcNotifications"}}
     contract.update({name: refs[((name, ""), mode)] for name, (_, mode) in EXTRAS.items()})
     root = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "RpcContract", **_closed(contract)}
-    return {**root, "$defs": {name: _no_extra_fields(defs[name]) for name in sorted(_reachable(root, defs))}}
+    defs_out = {name: _no_extra_fields(defs[name]) for name in sorted(_reachable(root, defs))}
+    return {**root, "x-constants": CONSTANTS, "$defs": defs_out}
 
 
 def _no_extra_fields(node: Any) -> Any:

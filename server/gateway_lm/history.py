@@ -15,9 +15,13 @@ import math
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from typing_extensions import TypedDict
+
+from .protocol import MAX_MODEL_ID, ModelId
+from .usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
 
 log = logging.getLogger("gateway_lm.history")
 
@@ -28,8 +32,6 @@ BUSY_TIMEOUT_MS = 5000
 GUARD_READ_TIMEOUT_S = 0.5
 DEFAULT_LIMIT = 5000
 MAX_LIMIT = 50_000
-MAX_COST = 1_000_000.0  # USD; a record above it is damage, not a request
-MAX_TOKENS = 1 << 40
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
@@ -72,19 +74,26 @@ _UPSERT = (
 )
 
 
-class UsageRecord(TypedDict):
-    """One request's usage: the billed cost when the gateway's lookup answered, else the estimate."""
+_Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+_Time = Annotated[str, Field(min_length=1, max_length=MAX_TIME)]
+_Provider = Annotated[str, Field(min_length=1, max_length=MAX_PROVIDER)]
+_Count = Annotated[int, Field(ge=0, le=MAX_TOKEN_COUNT)]
 
-    id: str  # the response id, or a uuid when there was none
-    time: str  # ISO 8601, UTC
-    model: str
-    provider: str | None
-    inputTokens: int
-    outputTokens: int
-    cachedTokens: int
-    cacheWriteTokens: int
-    reasoningTokens: int
-    cost: float | None  # USD
+
+class UsageRecord(TypedDict):
+    """One request's usage: the billed cost when the gateway's lookup answered, else the estimate.
+    Every field has its bound (usage.py), here for the contract, which carries them to the extension."""
+
+    id: _Id  # the response id, or a uuid when there was none
+    time: _Time  # ISO 8601, UTC
+    model: ModelId
+    provider: _Provider | None
+    inputTokens: _Count
+    outputTokens: _Count
+    cachedTokens: _Count
+    cacheWriteTokens: _Count
+    reasoningTokens: _Count
+    cost: Annotated[float, Field(ge=0, le=MAX_USD)] | None  # USD
     billed: bool  # True: the gateway's total_cost; False: our estimate from the model's prices
     byok: bool | None
 
@@ -167,7 +176,9 @@ class UsageStore:
 
     def day_total(self, day: str | None = None, wait: float | None = None) -> float:
         """USD spent on `day` (UTC; today by default), by every window. With `wait`, gives up after
-        that many seconds behind a lock (ours or another window's) with sqlite3.OperationalError."""
+        that many seconds behind a lock (ours or another window's) with sqlite3.OperationalError.
+        A row that does not read as a record still counts its cost when that reads: the spend guard
+        errs toward asking."""
         query = ("SELECT cost FROM usage WHERE day = ?", (day or utc_day(),))
         if wait is None:
             with self._lock:
@@ -189,10 +200,10 @@ def _record(row: tuple[Any, ...]) -> UsageRecord | None:
     try:
         provider, byok = values["provider"], values["byok"]
         return {
-            "id": _text(values["id"]),
-            "time": _text(values["time"]),
-            "model": _text(values["model"]),
-            "provider": provider if isinstance(provider, str) and provider else None,
+            "id": _text(values["id"], MAX_ID),
+            "time": _text(values["time"], MAX_TIME),
+            "model": _text(values["model"], MAX_MODEL_ID),
+            "provider": None if provider is None or provider == "" else _text(provider, MAX_PROVIDER),
             "inputTokens": _count(values["inputTokens"]),
             "outputTokens": _count(values["outputTokens"]),
             "cachedTokens": _count(values["cachedTokens"]),
@@ -206,20 +217,18 @@ def _record(row: tuple[Any, ...]) -> UsageRecord | None:
         return None
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError("not a text")
+def _text(value: Any, most: int) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= most:
+        raise ValueError("not a text within its bound")
     return value
 
 
 def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
         raise ValueError("not a token count")
     return value
 
 
 def _cost(value: Any) -> float | None:
     """USD as JSON can carry it: finite and within bounds, else unknown."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if 0 <= value <= MAX_COST else None  # False for NaN and the infinities
+    return bounded_usd(value)

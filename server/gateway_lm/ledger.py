@@ -32,7 +32,7 @@ from .protocol import UsagePart
 from .settings import Settings
 from .spend import Credits, Generation, look_up, read_credits
 from .tokens import count_request
-from .usage import MAX_ID
+from .usage import MAX_ID, bounded_usd
 
 log = logging.getLogger("gateway_lm.ledger")
 REOPEN_INTERVAL_S = 10.0  # an unusable history is tried again at most this often
@@ -281,7 +281,8 @@ def estimated(model: str, usage: UsagePart, response_id: str | None, known: Mode
         "cachedTokens": usage["cachedTokens"],
         "cacheWriteTokens": 0,
         "reasoningTokens": usage["reasoningTokens"],
-        "cost": usage_cost(usage, known.pricing if known is not None else None),
+        # a cost past the bound is unknown here as in the history: the status bar shows what is kept
+        "cost": bounded_usd(usage_cost(usage, known.pricing if known is not None else None)),
         "billed": False,
         "byok": None,
     }

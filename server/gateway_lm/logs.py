@@ -6,6 +6,7 @@ go to stderr (which the extension also shows in its output channel).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -33,6 +34,10 @@ class Redactor:
     def add(self, secret: str | None) -> None:
         if secret and len(secret) >= _MIN_SECRET:
             self._secrets.add(secret)
+            # and as a JSON string quotes it (a `"` or `\` escaped, non-ASCII as \uXXXX or not): a
+            # gateway may echo the request's JSON, and a log line may hold some
+            for quoted in (json.dumps(secret), json.dumps(secret, ensure_ascii=False)):
+                self._secrets.add(quoted[1:-1])
 
     def __call__(self, text: str) -> str:
         for secret in self._secrets:

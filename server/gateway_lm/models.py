@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .protocol import MAX_MODEL_ID
+
 log = logging.getLogger("gateway_lm.models")
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -57,6 +59,8 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
     model_id = raw.get("id")
     if not isinstance(model_id, str) or not model_id:
         return None
+    if len(model_id) > MAX_MODEL_ID:  # no request could name it, no record could hold it
+        raise ValueError("the model id is too long")
     if raw.get("type", "language") != "language":
         return None
     raw_tags = raw.get("tags")

@@ -23,7 +23,21 @@ MAX_OUTPUT_TOKENS = 100_000_000
 MAX_EXTRA_BODY = 64 << 10  # bytes of JSON: room for provider options, not for a smuggled prompt
 MAX_HEADER_VALUE = 8 << 10
 # What the request is made of, and what Copilot's conversation decides: never the user's to override.
-RESERVED_BODY_KEYS = frozenset({"model", "input", "instructions", "tools", "tool_choice", "stream"})
+# And `store`, always false: with `true` the provider keeps the conversation (rfcs/0007, "Privacy").
+RESERVED_BODY_KEYS = frozenset({"model", "input", "instructions", "tools", "tool_choice", "stream", "store"})
+# An extraBody key whose name holds one of these (lower case, `-` and `_` left out) holds a secret:
+# `apiKey`, `secretAccessKey`, `sessionToken`, `googleCredentials.privateKey` (the gateway's BYOK
+# `providerOptions.gateway.byok`, a provider's own options). Every string under such a key is
+# redacted from logs, here and in the extension's trace (extension/contract.ts carries the list).
+SECRET_WORDS = ("apikey", "secret", "token", "password", "passwd", "credential", "privatekey", "accesskey", "auth")
+# The routing settings that are a privacy policy: `providerOptions.gateway.<key>` → the Settings field.
+# When the setting is on (or, for `only`, not empty), it holds over a model's extraBody
+# (translate.hold_privacy), and the configure message names the option it overrode.
+PRIVACY_OPTIONS = {
+    "zeroDataRetention": "zeroDataRetention",
+    "disallowPromptTraining": "disallowPromptTraining",
+    "only": "gatewayOnly",
+}
 # Ours (the key), HTTP's (hop-by-hop, framing) or the stream's (what we accept and decode).
 FORBIDDEN_HEADERS = frozenset(
     {
@@ -47,13 +61,21 @@ FORBIDDEN_HEADERS = frozenset(
     }
 )
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")  # RFC 9110 field name
+# A header value as every transport sends it: printable ASCII, spaces and tabs (RFC 9110's field
+# content less obs-text, which httpx cannot encode: a non-ASCII value failed every chat with
+# UnicodeEncodeError). Line breaks, NUL and the other controls are out with it.
+_HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
 Effort = Literal["default", "none", "minimal", "low", "medium", "high", "xhigh"]
 
 
 def _extra_body(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
     reserved = sorted(RESERVED_BODY_KEYS & value.keys())
     if reserved:
-        raise ValueError(f"may not set {', '.join(reserved)} (the request's own fields)")
+        raise ValueError(f"may not set {', '.join(reserved)} (the request's own fields; store stays false)")
+    provider_options = value.get("providerOptions", {})
+    if not isinstance(provider_options, dict) or not isinstance(provider_options.get("gateway", {}), dict):
+        # merged over the routing settings, anything else would replace them all
+        raise ValueError("providerOptions and providerOptions.gateway must be objects")
     try:
         size = len(json.dumps(value, allow_nan=False))
     except (ValueError, RecursionError):
@@ -63,14 +85,29 @@ def _extra_body(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return value
 
 
+def header_value_problem(text: str) -> str | None:
+    """Why `text` cannot be sent as a header's value, or None (the one rule for every header a setting
+    gives: `extraHeaders`, `http.proxyAuthorization`)."""
+    if len(text) > MAX_HEADER_VALUE:
+        return f"is longer than {MAX_HEADER_VALUE >> 10} KiB"
+    if not _HEADER_VALUE.match(text):
+        return "may hold only printable ASCII on one line (no line breaks, control characters or non-ASCII letters)"
+    return None
+
+
 def _extra_headers(value: dict[str, str]) -> dict[str, str]:
+    seen: set[str] = set()
     for name, text in value.items():
         if not _TOKEN.match(name):
             raise ValueError(f"'{name[:40]}' is not a header name")
         if name.lower() in FORBIDDEN_HEADERS:
             raise ValueError(f"may not set '{name}' (the API key's, or HTTP's own)")
-        if len(text) > MAX_HEADER_VALUE or any(c in text for c in "\r\n\0"):
-            raise ValueError(f"the value of '{name}' is too long or has line breaks")
+        if name.lower() in seen:
+            raise ValueError(f"names '{name}' twice (header names ignore case)")
+        seen.add(name.lower())
+        problem = header_value_problem(text)
+        if problem:
+            raise ValueError(f"the value of '{name}' {problem}")
     return value
 
 
@@ -123,15 +160,17 @@ def _reason(error: Any) -> str:
 def for_model(model: str, table: Mapping[str, ModelOptions]) -> ModelOptions:
     """The options for `model`: every matching pattern (fnmatch, case-sensitive), the least specific
     first so a more specific one overrides it option by option (extraBody and extraHeaders key by
-    key). An exact id is the most specific; then the pattern with more literal characters; on a tie,
-    the later one in the setting."""
+    key, header names in any case). An exact id is the most specific; then the pattern with more
+    literal characters; on a tie, the later one in the setting."""
     matches = [(_specificity(p), i, o) for i, (p, o) in enumerate(table.items()) if fnmatchcase(model, p)]
     merged: dict[str, Any] = {}
     for _, _, options in sorted(matches, key=lambda m: (m[0], m[1])):
         for name in options.model_fields_set:
             value = getattr(options, name)
-            if name in ("extraBody", "extraHeaders"):
+            if name == "extraBody":
                 merged[name] = deep_merge(merged.get(name, {}), value)
+            elif name == "extraHeaders":
+                merged[name] = with_headers(merged.get(name, {}), value)
             else:
                 merged[name] = value
     return ModelOptions.model_construct(**merged)
@@ -140,6 +179,48 @@ def for_model(model: str, table: Mapping[str, ModelOptions]) -> ModelOptions:
 def _specificity(pattern: str) -> tuple[bool, int]:
     wild = any(c in pattern for c in "*?[")
     return (not wild, len(re.sub(r"\*|\?|\[[^\]]*\]", "", pattern)))
+
+
+def with_headers(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """`extra` over `base`, a header of `extra` replacing `base`'s of the same name in any case
+    (`X-Title` replaces `x-title`): one header of each name goes out. The client puts the model's
+    extra headers over its own with it."""
+    replaced = {name.lower() for name in extra}
+    return {**{name: value for name, value in base.items() if name.lower() not in replaced}, **extra}
+
+
+def gateway_extra(options: ModelOptions) -> Mapping[str, Any]:
+    """The `providerOptions.gateway` a model's extraBody sets (an object: `_extra_body` checked it)."""
+    provider_options = options.extraBody.get("providerOptions")
+    gateway = provider_options.get("gateway") if isinstance(provider_options, dict) else None
+    return gateway if isinstance(gateway, dict) else {}
+
+
+def privacy_overrides(table: Mapping[str, ModelOptions], held: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(pattern, key) of each `providerOptions.gateway.<key>` an extraBody sets that a privacy setting
+    overrides. `held`: PRIVACY_OPTIONS' keys → the value the setting sends (only those that are on)."""
+    return [
+        (pattern, key)
+        for pattern, options in table.items()
+        for key, value in gateway_extra(options).items()
+        if key in held and value != held[key]
+    ]
+
+
+def is_secret_name(name: str) -> bool:
+    normal = name.lower().replace("-", "").replace("_", "")
+    return any(word in normal for word in SECRET_WORDS)
+
+
+def secrets_in(value: Any, secret: bool = False) -> list[str]:
+    """The strings of `value` (an extraBody) under a key with a secret's name, at any depth."""
+    if isinstance(value, str):
+        return [value] if secret else []
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in secrets_in(item, secret or is_secret_name(str(key)))]
+    if isinstance(value, list):
+        return [s for item in value for s in secrets_in(item, secret)]
+    return []
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
 from .errors import ErrorData, GatewayError
-from .protocol import ChatRequest, MessageIn
+from .protocol import MAX_MODEL_ID, ChatRequest, MessageIn
 from .settings import MAX_COST_SETTING, describe_problems
 
 log = logging.getLogger("gateway_lm.rpc")
@@ -50,7 +50,7 @@ class ChatParams(ChatRequest):
 
 class CountParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    model: str
+    model: Annotated[str, Field(max_length=MAX_MODEL_ID)]
     texts: list[str | MessageIn]
 
 

@@ -163,9 +163,15 @@ class ToolIn(BaseModel):
     inputSchema: dict[str, Any] | None = None
 
 
+# Characters of a model id: the catalogue drops a longer one, a request naming one is refused, and
+# a usage record holds no other (usage.py, history.py, extension/contract.ts).
+MAX_MODEL_ID = 200
+ModelId = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_ID)]
+
+
 class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    model: str
+    model: ModelId
     messages: list[MessageIn]
     tools: list[ToolIn] = []
     toolMode: int = TOOL_MODE_AUTO

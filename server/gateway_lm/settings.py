@@ -16,7 +16,14 @@ from pydantic import (
     ValidationError,
 )
 
-from .options import ModelOptions, valid_model_options
+from .options import (
+    PRIVACY_OPTIONS,
+    ModelOptions,
+    header_value_problem,
+    privacy_overrides,
+    secrets_in,
+    valid_model_options,
+)
 
 MAX_TOKENS_SETTING = 100_000_000
 MAX_CONNECT_TIMEOUT = 600.0  # seconds
@@ -71,8 +78,9 @@ def _proxy_url(value: str | None) -> str | None:
 
 
 def _header_value(value: str | None) -> str | None:
-    if value is not None and any(c in value for c in "\r\n\0"):
-        raise ValueError("must be one line")
+    problem = header_value_problem(value) if value is not None else None
+    if problem:
+        raise ValueError(problem)  # never the value: it is a secret
     return value or None
 
 
@@ -152,16 +160,32 @@ def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settin
         try:
             setattr(new, name, value)
         except ValidationError as error:
-            problems[name] = str(error.errors()[0]["msg"])  # the message, never the value (a key pasted in)
+            # the message, never the value (a key pasted in)
+            problems[name] = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+    overridden = [
+        f"'{pattern}': extraBody's providerOptions.gateway.{key} not sent ({setting_id(PRIVACY_OPTIONS[key])} holds)"
+        for pattern, key in privacy_overrides(new.modelOptions, held_privacy(new))
+    ]
+    if overridden:
+        problems["modelOptions"] = "; ".join(filter(None, [problems.get("modelOptions"), *overridden]))
     return new, problems
 
 
+def held_privacy(settings: Settings) -> dict[str, Any]:
+    """The privacy settings that are on, as `providerOptions.gateway` sends them: they hold over a
+    model's extraBody (rfcs/0007, "Privacy settings hold")."""
+    sent = {key: getattr(settings, field) for key, field in PRIVACY_OPTIONS.items()}
+    return {key: value for key, value in sent.items() if value}
+
+
 def secrets_of(settings: Settings) -> list[str]:
-    """What the settings hold that must never reach a log: the proxy's credentials, and the values of
-    extra headers (an API key of the user's own, often)."""
+    """What the settings hold that must never reach a log: the proxy's credentials, the values of
+    extra headers (an API key of the user's own, often), and the strings under a secret's name in an
+    extraBody (a provider key for the gateway's BYOK, options.secrets_in)."""
     password = urlsplit(settings.proxy).password if settings.proxy else None
     found = [settings.proxyAuthorization, password, unquote(password or "")]  # as written, and as sent
     found += [value for options in settings.modelOptions.values() for value in options.extraHeaders.values()]
+    found += [value for options in settings.modelOptions.values() for value in secrets_in(options.extraBody)]
     return [secret for secret in found if secret]
 
 

@@ -16,12 +16,10 @@ from typing_extensions import TypedDict
 
 from .client import GatewayClient
 from .errors import GatewayError
+from .usage import MAX_PROVIDER, MAX_TOKEN_COUNT, MAX_USD
 
 log = logging.getLogger("gateway_lm.spend")
 
-MAX_USD = 1_000_000_000.0  # a balance or a total beyond a billion dollars is no reading
-MAX_TOKENS = 1 << 40
-MAX_PROVIDER = 100  # characters of a provider's name
 # Seconds before each lookup: the gateway records a generation "shortly after" it completes; the
 # first try comes after most have landed, the last ~6 s after the answer. A 404 in between is "not
 # yet". An id that is not the gateway's (`gen_…`) is tried once: it may be no generation at all.
@@ -119,6 +117,6 @@ def usd(value: Any, signed: bool = False) -> float | None:
 
 
 def _tokens(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_TOKENS:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_TOKEN_COUNT:
         return None  # False for NaN
     return int(value)

@@ -31,7 +31,7 @@ from .protocol import (
     ToolResultIn,
 )
 from .reasoning import reasoning_items
-from .settings import Settings
+from .settings import Settings, held_privacy
 from .toolnames import ToolNameMap
 
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."
@@ -78,6 +78,7 @@ def build_request(
     # The setting's options for this model, then the caller's, each over what came before (rfcs/0007).
     model_options.apply(body, model_options.for_model(request.model, settings.modelOptions))
     model_options.apply(body, model_options.from_caller(request.modelOptions))
+    hold_privacy(body, settings)
     # Decided last: a per-model or caller option may have set a reasoning effort.
     if reasons or "reasoning" in body or any(i["type"] == "reasoning" for i in body["input"]):
         body["include"] = [ENCRYPTED_REASONING]
@@ -119,6 +120,17 @@ def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
     if routing:
         options["providerOptions"] = {"gateway": routing}
     return options
+
+
+def hold_privacy(body: dict[str, Any], settings: Settings) -> None:
+    """The privacy settings that are on, written back over whatever a model's extraBody merged in
+    (rfcs/0007, "Privacy settings hold"); `store` is never the extraBody's (options.RESERVED_BODY_KEYS)."""
+    held = held_privacy(settings)
+    if not held:
+        return
+    provider_options = dict(body.get("providerOptions") or {})  # copies: extraBody's own objects stay as set
+    provider_options["gateway"] = {**(provider_options.get("gateway") or {}), **held}
+    body["providerOptions"] = provider_options
 
 
 def _effort(model: str, settings: Settings) -> str | None:

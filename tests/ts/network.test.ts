@@ -1,11 +1,17 @@
 // VS Code's network settings and the per-model options reach the sidecar as its Settings, and the
 // secrets among them never reach a log line.
 import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, test } from 'node:test';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
+import { PYTHON, startGateway } from './real';
+import { activate } from '../../extension/extension';
+import type { GatewayChatProvider } from '../../extension/provider';
 import { redacting, sidecarSecrets, sidecarSettings } from '../../extension/sidecar';
 
 const AUTH = 'Basic dXNlcjpzM2NyZXQ=';
@@ -48,4 +54,64 @@ test('the proxy authorization is redacted from the trace channel', () => {
   const channel = redacting(log as unknown as vscode.LogOutputChannel, () => sidecarSecrets());
   channel.trace(`Params: {"settings": {"proxyAuthorization": "${AUTH}"}}`);
   assert.deepEqual(lines, ['Params: {"settings": {"proxyAuthorization": "[redacted]"}}']);
+});
+
+const PROVIDER_KEY = 'sk-ant-provider-canary-8f3a'; // a BYOK key in a model's extraBody
+const HEADER_TOKEN = 'team"token\\canary-77'; // a trace writes it as team\"token\\canary-77
+
+test('at Trace, a provider key in extraBody and a header value JSON escapes reach the log redacted, through the real client and sidecar', async () => {
+  const children: ChildProcess[] = [];
+  const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-trace-'));
+  const context = {
+    subscriptions: [] as { dispose(): unknown }[],
+    secrets: new stub.SecretStorage(),
+    globalStorageUri: { fsPath: storage },
+    globalState: new stub.Memento(),
+  };
+  try {
+    Object.assign(stub.settings, {
+      'vercelAiGateway.baseUrl': `${await startGateway(children)}/v1`,
+      'vercelAiGateway.maxRetries': 0,
+      // With the channel at Trace, vscode-languageclient prints each message; 'verbose', its params.
+      'vercelAiGateway.trace.server': 'verbose',
+      'vercelAiGateway.modelOptions': {
+        'fake/*': {
+          extraBody: { providerOptions: { gateway: { byok: { anthropic: [{ apiKey: PROVIDER_KEY }] } } } },
+          extraHeaders: { 'x-team': HEADER_TOKEN },
+        },
+      },
+    });
+    process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
+    stub.channelDefaults.logLevel = stub.LogLevel.Trace;
+    await context.secrets.store('vercelAiGateway.apiKey', 'test-key-0123456789');
+    await activate(context as unknown as vscode.ExtensionContext);
+    const channel = stub.outputChannels.at(-1)!;
+    const provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+    // The gateway quotes the request back (the body, and the headers as JSON): the chat fails with it.
+    const message = { role: 1, name: undefined, content: [new stub.LanguageModelTextPart('[scenario:echo-request-400] hi')] };
+    const failed = await provider
+      .provideLanguageModelChatResponse(
+        { id: 'fake/text' } as vscode.LanguageModelChatInformation,
+        [message as unknown as vscode.LanguageModelChatRequestMessage],
+        { toolMode: 1, tools: [], modelOptions: {} },
+        { report: () => undefined },
+        new CancellationTokenSource().token as unknown as vscode.CancellationToken,
+      )
+      .then(
+        () => '',
+        (error: Error) => error.message,
+      );
+    assert.match(failed, /Invalid request .*\[redacted\].*\[redacted\]/);
+    const log = channel.lines.join('\n');
+    assert.match(log, /Params: [\s\S]*"extraBody"/, 'the trace printed the settings');
+    for (const secret of [PROVIDER_KEY, HEADER_TOKEN, JSON.stringify(HEADER_TOKEN).slice(1, -1)]) {
+      assert.ok(!log.includes(secret) && !failed.includes(secret), `${secret} is in the log`);
+    }
+  } finally {
+    stub.channelDefaults.logLevel = stub.LogLevel.Info;
+    context.subscriptions.forEach((d) => d.dispose());
+    children.forEach((child) => child.kill());
+    fs.rmSync(storage, { recursive: true, force: true });
+    delete process.env.AI_GATEWAY_LM_PYTHON;
+  }
 });

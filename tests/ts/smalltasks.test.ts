@@ -288,3 +288,65 @@ test("'Don't ask again' is remembered; other callers and set settings never prom
     third.close();
   }
 });
+
+test("a setting that holds another vendor's model is named in the prompt and kept: 'Use Fake Tools' fills only the empty one", async () => {
+  const window = await openWindow();
+  try {
+    stub.settings[UTILITY_SMALL_MODEL] = 'ollama/llama3.2:1b';
+    stub.answers.infoButton.push('Use Fake Tools');
+    await chat(window, 'github.copilot-chat');
+    await until(() => stub.shownInfos.length === 2, 'the prompt and the confirmation');
+    const [prompt, confirmation] = stub.shownInfos.map((i) => i.message);
+    assert.doesNotMatch(prompt, /none is set/);
+    assert.match(
+      prompt,
+      /chat\.utilitySmallModel is set to 'ollama\/llama3\.2:1b', and chat\.utilityModel is not set\. Use Fake Tools .* for chat\.utilityModel\? chat\.utilitySmallModel stays as it is\./,
+    );
+    assert.deepEqual(written(), { [UTILITY_MODEL]: [EXPECTED, stub.ConfigurationTarget.Global] }, 'the set one is not replaced');
+    assert.equal(stub.settings[UTILITY_SMALL_MODEL], 'ollama/llama3.2:1b');
+    assert.equal(confirmation, "chat.utilityModel now uses Fake Tools; chat.utilitySmallModel keeps 'ollama/llama3.2:1b'.");
+  } finally {
+    window.close();
+  }
+});
+
+test('the command asks before replacing a model a setting holds: closed or Keep writes nothing over it, Replace writes both', async () => {
+  const window = await openWindow();
+  try {
+    const both = { [UTILITY_SMALL_MODEL]: 'ollama/llama3.2:1b', [UTILITY_MODEL]: 'copilot/gpt-4o-mini' };
+    for (const answer of [undefined, 'Keep Them']) {
+      Object.assign(stub.settings, both);
+      stub.shownInfos.length = 0;
+      stub.answers.quickPick.push('Fake Tools');
+      stub.answers.infoButton.push(answer);
+      await stub.commands.executeCommand('vercelAiGateway.useForSmallTasks');
+      assert.deepEqual(stub.shownInfos[0], {
+        message:
+          "Copilot's small tasks: chat.utilitySmallModel is set to 'ollama/llama3.2:1b' and chat.utilityModel is set to 'copilot/gpt-4o-mini'. Replace them with Fake Tools?",
+        actions: ['Replace', 'Keep Them'],
+      });
+      assert.deepEqual(stub.configUpdates, [], `${answer ?? 'closed'}: nothing written`);
+    }
+    stub.answers.quickPick.push('Fake Tools');
+    stub.answers.infoButton.push('Replace');
+    await stub.commands.executeCommand('vercelAiGateway.useForSmallTasks');
+    const global = stub.ConfigurationTarget.Global;
+    assert.deepEqual(written(), { [UTILITY_SMALL_MODEL]: [EXPECTED, global], [UTILITY_MODEL]: [EXPECTED, global] });
+    // One held, one empty: Keep It fills the empty one only.
+    resetSettings();
+    stub.settings[UTILITY_SMALL_MODEL] = 'ollama/llama3.2:1b';
+    stub.answers.quickPick.push('Fake Tools');
+    stub.answers.infoButton.push('Keep It');
+    await stub.commands.executeCommand('vercelAiGateway.useForSmallTasks');
+    assert.match(stub.shownInfos[0]?.message ?? '', /Replace it with Fake Tools\? Keep It sets only chat\.utilityModel\.$/);
+    assert.deepEqual(written(), { [UTILITY_MODEL]: [EXPECTED, global] });
+    // Our own earlier pick is ours to replace: the command is for exactly that, and asks nothing.
+    resetSettings();
+    Object.assign(stub.settings, { [UTILITY_SMALL_MODEL]: EXPECTED, [UTILITY_MODEL]: EXPECTED });
+    stub.answers.quickPick.push('Fake Tools');
+    await stub.commands.executeCommand('vercelAiGateway.useForSmallTasks');
+    assert.equal(stub.shownInfos.length, 1, 'only the confirmation');
+  } finally {
+    window.close();
+  }
+});

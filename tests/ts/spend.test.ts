@@ -8,7 +8,7 @@ import { CancellationTokenSource, createMessageConnection, ResponseError, Stream
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { APPROVAL_MS, Approvals, carriedCost } from '../../extension/approval';
-import type { ModelEntry, UsagePart } from '../../extension/contract';
+import { MAX_ID, MAX_MODEL_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, type ModelEntry, type UsagePart } from '../../extension/contract';
 import { Credits } from '../../extension/credits';
 import type { SpendAnswer } from '../../extension/guard';
 import type { Refusal } from '../../extension/spendTypes';
@@ -281,4 +281,33 @@ test('credits: read after a request at most once a minute; null hides the line; 
   await settle();
   assert.deepEqual(warnings, ['Could not read the credits: The gateway is unreachable.']);
   assert.equal(stub.shownErrors.length, 0, 'no pop-up for a background read');
+});
+
+test("records and the status bar take the sidecar's bounds (the contract's constants): what the history keeps is what they show", () => {
+  // At each bound: kept, as the sidecar's history keeps it (server/gateway_lm/usage.py).
+  const atBounds = record({
+    id: 'g'.repeat(MAX_ID),
+    model: 'm'.repeat(MAX_MODEL_ID),
+    provider: 'p'.repeat(MAX_PROVIDER),
+    inputTokens: MAX_TOKEN_COUNT,
+    cost: 5_000_000, // between $1M and $1B: a bill, if an absurd one
+  });
+  assert.deepEqual(parseUsageRecord(atBounds), atBounds);
+  // Past them: no record, as in the history (before, a cost past $1B and a count past 2^40 were drawn).
+  for (const bad of [
+    { id: 'g'.repeat(MAX_ID + 1) },
+    { model: 'm'.repeat(MAX_MODEL_ID + 1) },
+    { provider: 'p'.repeat(MAX_PROVIDER + 1) },
+    { time: `${'2026-11-26T08:00:00Z'.padEnd(MAX_TIME + 1, ' ')}` },
+    { outputTokens: MAX_TOKEN_COUNT + 1 },
+    { cost: MAX_USD * 2 },
+  ]) {
+    assert.equal(parseUsageRecord({ ...record(), ...bad }), undefined, Object.keys(bad)[0]);
+  }
+  // The status bar's own estimate past the bound is no cost, as the sidecar's record has none.
+  const absurd = { ...sonnet, pricing: { input: 1_000_000, output: 1_000_000, cacheRead: null, cacheWrite: null } } as ModelEntry;
+  const status = new UsageStatus();
+  status.show(absurd, { ...usage, inputTokens: 2_000_000_000 }, 'chat-absurd');
+  assert.doesNotMatch(item().text, /\$\d/, 'no price in the bar');
+  assert.doesNotMatch(item().tooltip!, /Cost:/);
 });

@@ -192,10 +192,13 @@ export class StatusBarItem {
 }
 export const statusBarItems: StatusBarItem[] = [];
 
+/** The level a new output channel starts at (VS Code's is the user's choice, e.g. Trace). */
+export const channelDefaults = { logLevel: LogLevel.Info as number };
+
 /** An output channel that keeps its lines, with the level each was logged at. */
 export class LogOutputChannel {
   readonly lines: string[] = [];
-  logLevel = LogLevel.Info;
+  logLevel = channelDefaults.logLevel;
   onDidChangeLogLevel = noEvent;
   constructor(public name = 'stub') {}
   trace(message: string): void {
