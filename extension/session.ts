@@ -69,15 +69,16 @@ export class SidecarSession {
   private readonly children = new Set<ChildProcess>();
   private readonly restarts: number[] = [];
   private ended: GatewayChatError | undefined;
-  private signalEnd: (error: GatewayChatError) => void = () => undefined;
-  private readonly endSignal = new Promise<never>((_, reject) => (this.signalEnd = reject));
+  // What is waiting on the sidecar, failed at once when the session ends. Not a race with one
+  // long-lived "ended" promise: each race would leave a reaction on it for the session's whole life,
+  // ~0.8 KB per request (the soak in rfcs/0005-performance.md found it).
+  private readonly waiting = new Set<(reason: GatewayChatError) => void>();
   private startTimer: NodeJS.Timeout | undefined;
   private stopped: Promise<void> | undefined;
   private hasRun = false;
   private lastExit: string | undefined; // how the last process ended, for the start failure message
 
   constructor(private readonly options: SessionOptions) {
-    this.endSignal.catch(() => undefined); // raced by every request; nobody else needs to see it
     this.client = new SidecarClient(CLIENT_ID, 'Vercel AI Gateway sidecar', () => this.spawn(), {
       ...options.clientOptions,
       errorHandler: { error: (error, _message, count) => this.onError(error, count), closed: () => this.onClosed() },
@@ -94,7 +95,7 @@ export class SidecarSession {
   /** Resolves once the sidecar has answered `initialize`; ends the session otherwise. */
   async start(): Promise<void> {
     try {
-      await Promise.race([this.client.start(), this.endSignal]);
+      await this.untilEnd(this.client.start());
     } catch (error) {
       // A closed connection means the process is ending: wait (bounded) to tell how it ended.
       if (isConnectionGone(error)) await within(this.exited(), this.options.stopTimeoutMs);
@@ -114,10 +115,19 @@ export class SidecarSession {
     // An explicit `undefined` token would turn the params into a positional array.
     const sent = token ? this.client.sendRequest<Result<M>>(method, params, token) : this.client.sendRequest<Result<M>>(method, params);
     try {
-      return await Promise.race([sent, this.endSignal]);
+      return await this.untilEnd(sent);
     } catch (error) {
       throw this.explain(error);
     }
+  }
+
+  /** `promise`, or the session's end if that comes first. */
+  private untilEnd<T>(promise: Promise<T>): Promise<T> {
+    if (this.ended) return Promise.reject(this.ended);
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.add(reject);
+      promise.then(resolve, reject).finally(() => this.waiting.delete(reject));
+    });
   }
 
   /** Ends the session (if it has not ended) and resolves once its processes have exited. */
@@ -131,7 +141,8 @@ export class SidecarSession {
     if (this.ended) return this.ended;
     this.ended = reason;
     clearTimeout(this.startTimer);
-    this.signalEnd(reason);
+    this.waiting.forEach((fail) => fail(reason));
+    this.waiting.clear();
     this.stopped = this.stop();
     this.options.onEnd(this);
     return reason;
