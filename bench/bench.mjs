@@ -5,10 +5,12 @@
 import * as os from 'node:os';
 import { activate, median, rssMb, startGateway, storageDir } from './host.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
+import { soakRows } from './soak.mjs';
 import { accuracyRows, tokenRows } from './tokens.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
-const only = process.env.BENCH_ONLY; // tokens | streams | start | huge | accuracy: one section while working on it
+// tokens | streams | start | huge | accuracy | soak: one section while working on it (`node bench/bench.mjs soak`)
+const only = process.argv[2] ?? process.env.BENCH_ONLY;
 const rows = [];
 const gateway = await startGateway();
 
@@ -23,7 +25,7 @@ async function section(name, run) {
 }
 
 await section('tokens', () => tokenRows(gateway));
-if (!only || only !== 'tokens') {
+if (!only || !['tokens', 'soak'].includes(only)) {
   // Five activations on fresh storage (one is at the mercy of whatever the machine did just before);
   // the last stays up for the sections below.
   const starts = [];
@@ -48,6 +50,8 @@ if (!only || only !== 'tokens') {
   rows.push({ metric: 'sidecar resident memory after the runs', value: `${rssMb(ext.pid).toFixed(0)} MB`, target: '≤ 140 MB', ok: rssMb(ext.pid) <= 140 });
   await ext.deactivate();
 }
+// Last, on its own activation and settings (a short idleTimeout, one retry): a long session with faults.
+await section('soak', () => soakRows(gateway));
 
 const load = os.loadavg()[0].toFixed(2);
 const widths = ['metric', 'value', 'target'].map((k) => Math.max(k.length, ...rows.map((r) => String(r[k]).length)));

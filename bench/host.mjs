@@ -53,10 +53,12 @@ export function storageDir() {
   return dir;
 }
 
-/** activate() of the shipped bundle, as VS Code runs it; returns the provider it registered. */
-export async function activate(dir, gateway) {
+/** activate() of the shipped bundle, as VS Code runs it, with `settings` over the bench's; returns
+ * the provider it registered. */
+export async function activate(dir, gateway, settings = {}) {
   vscode.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
   vscode.settings['vercelAiGateway.maxRetries'] = 0;
+  Object.assign(vscode.settings, settings);
   const secrets = new Map([['vercelAiGateway.apiKey', 'bench-key-0123456789']]);
   const context = {
     subscriptions: [],

@@ -15,7 +15,7 @@ const withDefaults = (object) =>
     get: (target, key) => (key in target || typeof key === 'symbol' ? target[key] : key.startsWith('onDid') || key.startsWith('onWill') ? event() : noop),
   });
 
-const registered = { providers: new Map(), commands: new Map(), tools: [] };
+const registered = { providers: new Map(), commands: new Map(), tools: [], channels: [] };
 
 class LanguageModelChatMessage {
   constructor(role, content, name) {
@@ -31,10 +31,12 @@ class LanguageModelChatMessage {
   }
 }
 
+/** An output channel that keeps its lines until the bench reads and clears them (VS Code's own
+ * keeps nothing in the extension host). */
 function outputChannel(name) {
   const lines = [];
   const log = (level) => (message) => lines.push(`[${level}] ${message}`);
-  return withDefaults({
+  const channel = withDefaults({
     name,
     lines,
     logLevel: 2,
@@ -52,6 +54,8 @@ function outputChannel(name) {
     hide() {},
     dispose() {},
   });
+  registered.channels.push(channel);
+  return channel;
 }
 
 module.exports = withDefaults({

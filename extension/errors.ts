@@ -16,6 +16,7 @@ export interface Button extends vscode.MessageItem {
 
 export const MANAGE_KEY: Button = { title: 'Manage API Key', command: COMMANDS.manage };
 export const SHOW_LOGS: Button = { title: 'Show Logs', command: COMMANDS.showLogs };
+export const RESTART_SERVER: Button = { title: 'Restart Server', command: COMMANDS.restartServer };
 export const CHOOSE_INTERPRETER: Button = { title: 'Choose Interpreter', command: 'workbench.action.openSettings', args: [settingId('pythonPath')] };
 
 export class GatewayChatError extends Error {

@@ -7,6 +7,7 @@ import { Credits } from './credits';
 import { askToSend } from './guard';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
+import { notify } from './notify';
 import { tellWorkspaceCostly } from './overrides';
 import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
@@ -81,14 +82,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.useForSmallTasks, () => smallTasks.choose()),
     vscode.commands.registerCommand(COMMANDS.showCredits, () => credits.show()),
     vscode.commands.registerCommand(COMMANDS.showUsage, () => UsagePanel.show(context.extensionUri, sidecar, log)),
-    // A failed restart has shown its error already.
-    vscode.commands.registerCommand(COMMANDS.restartServer, () => sidecar.restart().catch(() => undefined)),
+    vscode.commands.registerCommand(COMMANDS.restartServer, () => restartServer(sidecar)),
     // attribution.tagWorkspace tags requests with the workspace's name, which a folder change can change.
     vscode.workspace.onDidChangeWorkspaceFolders(() => void sidecar.configure()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       settingSecrets = [...new Set([...settingSecrets, ...sidecarSecrets()])]; // an old one may still be quoted
       if (event.affectsConfiguration(SECTION)) tellCostly();
-      if (event.affectsConfiguration(settingId('pythonPath'))) void sidecar.restart().catch(() => undefined);
+      if (event.affectsConfiguration(settingId('pythonPath'))) void restartServer(sidecar);
       else if (event.affectsConfiguration(SECTION) || NETWORK_SETTINGS.some((name) => event.affectsConfiguration(`${NETWORK_SECTION}.${name}`)))
         void sidecar.configure().then(() => provider.refresh());
     }),
@@ -96,6 +96,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 }
 
 export function deactivate(): void {}
+
+/** A restart the user sees: progress while the new sidecar starts (up to its start bound), then
+ * that it restarted, or the failure's one error notification (shown by the connection). */
+async function restartServer(sidecar: SidecarConnection): Promise<void> {
+  const title = 'Vercel AI Gateway: restarting the sidecar…';
+  const restarted = await Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, () => sidecar.restart())).catch(
+    () => false,
+  );
+  if (restarted) void notify('info', 'Vercel AI Gateway: the sidecar restarted.');
+}
 
 async function loadModels(file: string, log: vscode.LogOutputChannel): Promise<ModelEntry[]> {
   const { value, dropped } = checkModels(await readJson(file, (message) => log.warn(message)));

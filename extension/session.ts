@@ -3,7 +3,9 @@
 // answers every request "Client is not running" until VS Code restarts. A session bounds the start,
 // owns every process the client spawns, and ends for good when the client would hang or give up:
 // its processes are killed, requests in flight fail at once with a message that says what
-// happened, and the owner starts a new session for the next request.
+// happened, and the owner starts a new session for the next request. The client's own notices
+// (pop-ups and log lines in its words, with JSON-RPC codes and stacks) are not shown: each failure
+// is told once, by the session, in ours (SidecarClient below).
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import * as readline from 'node:readline';
 import {
@@ -16,6 +18,7 @@ import {
   LanguageClientOptions,
   Message,
   MessageTransports,
+  RevealOutputChannelOn,
   State,
   StreamMessageWriter,
 } from 'vscode-languageclient/node';
@@ -43,25 +46,44 @@ export interface SessionOptions {
 const RESTART_WINDOW_MS = 3 * 60_000;
 const NAME = 'The Vercel AI Gateway sidecar';
 const LOGS = "run 'Vercel AI Gateway: Show Logs'";
+/** What to do after a start failed; the notification carries these two as buttons (sidecar.ts). */
+const START_AGAIN = "Run 'Vercel AI Gateway: Restart Server' to try again (the next request also does); 'Vercel AI Gateway: Show Logs' shows what it printed.";
+// window/logMessage's MessageType (Error 1, Warning 2, Info 3, Log 4, Debug 5) → the channel's level.
+const LOG_LEVELS = { 1: 'error', 2: 'warn', 3: 'info', 4: 'info', 5: 'debug' } as const;
+
+/** vscode-languageclient reports its own failures through these four methods: some as a pop-up it
+ * forces whatever `revealOutputChannelOn` says ("…couldn't create connection to server. Message:
+ * Pending response rejected since connection got disposed Code: -32097"), others as log lines with
+ * a stack ("Stopping server failed … Client is not running and can't be stopped"). Each of those
+ * failures is one the session tells itself, once and in our words, so the client's are dropped. The
+ * sidecar's own log lines do not come through here: the session reads them (`logged`). */
+class SidecarClient extends LanguageClient {
+  override error(): void {}
+  override warn(): void {}
+  override info(): void {}
+  override debug(): void {}
+}
 
 export class SidecarSession {
   readonly client: LanguageClient;
   private readonly children = new Set<ChildProcess>();
   private readonly restarts: number[] = [];
   private ended: GatewayChatError | undefined;
-  private signalEnd: (error: GatewayChatError) => void = () => undefined;
-  private readonly endSignal = new Promise<never>((_, reject) => (this.signalEnd = reject));
+  // What is waiting on the sidecar, failed at once when the session ends. Not a race with one
+  // long-lived "ended" promise: each race would leave a reaction on it for the session's whole life,
+  // ~0.8 KB per request (the soak in rfcs/0005-performance.md found it).
+  private readonly waiting = new Set<(reason: GatewayChatError) => void>();
   private startTimer: NodeJS.Timeout | undefined;
   private stopped: Promise<void> | undefined;
   private hasRun = false;
   private lastExit: string | undefined; // how the last process ended, for the start failure message
 
   constructor(private readonly options: SessionOptions) {
-    this.endSignal.catch(() => undefined); // raced by every request; nobody else needs to see it
-    this.client = new LanguageClient(CLIENT_ID, 'Vercel AI Gateway sidecar', () => this.spawn(), {
+    this.client = new SidecarClient(CLIENT_ID, 'Vercel AI Gateway sidecar', () => this.spawn(), {
       ...options.clientOptions,
       errorHandler: { error: (error, _message, count) => this.onError(error, count), closed: () => this.onClosed() },
-      initializationFailedHandler: () => false, // no pop-up with the raw error: start() reports it once
+      initializationFailedHandler: () => false, // no retry and no pop-up with the raw error: start() reports it once
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
     });
     this.client.onDidChangeState(({ newState }) => this.onState(newState));
   }
@@ -73,13 +95,19 @@ export class SidecarSession {
   /** Resolves once the sidecar has answered `initialize`; ends the session otherwise. */
   async start(): Promise<void> {
     try {
-      await Promise.race([this.client.start(), this.endSignal]);
+      await this.untilEnd(this.client.start());
     } catch (error) {
       // A closed connection means the process is ending: wait (bounded) to tell how it ended.
       if (isConnectionGone(error)) await within(this.exited(), this.options.stopTimeoutMs);
-      const why = this.lastExit ? `it exited with ${this.lastExit}` : detail(error);
-      throw this.end(failure(`could not start (${why}). The next request tries again; if it keeps failing, ${LOGS}.`));
+      throw this.end(this.startFailure(error));
     }
+  }
+
+  /** Why the first start failed, as what happened to the process; a reason already given wins. */
+  private startFailure(error: unknown): GatewayChatError {
+    if (this.lastExit) return failure(`exited as it started (${this.lastExit}). ${START_AGAIN}`);
+    if (isConnectionGone(error)) return failure(`closed its output before it answered. ${START_AGAIN}`);
+    return failure(`could not start (${detail(error)}). ${START_AGAIN}`);
   }
 
   async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
@@ -87,10 +115,19 @@ export class SidecarSession {
     // An explicit `undefined` token would turn the params into a positional array.
     const sent = token ? this.client.sendRequest<Result<M>>(method, params, token) : this.client.sendRequest<Result<M>>(method, params);
     try {
-      return await Promise.race([sent, this.endSignal]);
+      return await this.untilEnd(sent);
     } catch (error) {
       throw this.explain(error);
     }
+  }
+
+  /** `promise`, or the session's end if that comes first. */
+  private untilEnd<T>(promise: Promise<T>): Promise<T> {
+    if (this.ended) return Promise.reject(this.ended);
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.add(reject);
+      promise.then(resolve, reject).finally(() => this.waiting.delete(reject));
+    });
   }
 
   /** Ends the session (if it has not ended) and resolves once its processes have exited. */
@@ -104,7 +141,8 @@ export class SidecarSession {
     if (this.ended) return this.ended;
     this.ended = reason;
     clearTimeout(this.startTimer);
-    this.signalEnd(reason);
+    this.waiting.forEach((fail) => fail(reason));
+    this.waiting.clear();
     this.stopped = this.stop();
     this.options.onEnd(this);
     return reason;
@@ -117,9 +155,10 @@ export class SidecarSession {
     if (isConnectionGone(error)) {
       return failure(`stopped while answering and is being restarted. Try again; if it keeps stopping, ${LOGS}.`);
     }
-    // The client stopped for good without asking the error handler ("Client is not running").
+    // The client stopped for good without asking the error handler (it would answer "Client is not
+    // running" from now on).
     if ((error as { code?: unknown } | undefined)?.code === ErrorCodes.ConnectionInactive || this.client.state === State.StartFailed) {
-      return this.end(failure(`is not running (${detail(error)}). The next request starts it again; if it keeps stopping, ${LOGS}.`));
+      return this.end(failure(`is not running. The next request starts it again; if it keeps stopping, ${LOGS}.`));
     }
     return error;
   }
@@ -129,13 +168,7 @@ export class SidecarSession {
     if (this.ended) return;
     if (state === State.Starting) {
       const seconds = Math.round(this.options.startTimeoutMs / 1000);
-      this.startTimer = setTimeout(
-        () =>
-          this.end(
-            failure(`did not start within ${seconds} s and was stopped. The next request starts it again; if this keeps happening, ${LOGS} to see why.`),
-          ),
-        this.options.startTimeoutMs,
-      );
+      this.startTimer = setTimeout(() => this.end(failure(`did not start within ${seconds} s and was stopped. ${START_AGAIN}`)), this.options.startTimeoutMs);
     }
     if (state === State.Running) this.hasRun = true;
     // A restart the client attempted by itself failed: it would answer "Client is not running" from
@@ -149,10 +182,16 @@ export class SidecarSession {
     }
   }
 
-  /** Read errors (unframed output, invalid JSON) mean the stream can no longer be trusted. */
+  /** Read errors (unframed output, invalid JSON; no count) mean the stream can no longer be
+   * trusted; write errors (counted) are told and tolerated a few times. */
   private onError(error: Error, count: number | undefined): ErrorHandlerResult {
-    if (count === undefined || count > 3) {
-      this.end(failure(`sent output that is not JSON-RPC (${detail(error)}) and was stopped. The next request starts a new one; ${LOGS} for details.`));
+    if (count === undefined) {
+      const next = this.hasRun ? `The next request starts a new one; ${LOGS} for details.` : START_AGAIN;
+      this.end(failure(`sent output that is not JSON-RPC (${detail(error)}) and was stopped. ${next}`));
+    } else if (count > 3) {
+      this.end(failure(`could not be written to (${detail(error)}) and was stopped. The next request starts a new one; ${LOGS} for details.`));
+    } else {
+      this.client.outputChannel.warn(`Could not write to the sidecar (${detail(error)}).`);
     }
     return { action: ErrorAction.Continue, handled: true };
   }
@@ -163,7 +202,10 @@ export class SidecarSession {
     const now = Date.now();
     this.restarts.push(now);
     while (this.restarts.length && now - this.restarts[0] > RESTART_WINDOW_MS) this.restarts.shift();
-    if (this.restarts.length <= this.options.maxRestartCount) return { action: CloseAction.Restart };
+    if (this.restarts.length <= this.options.maxRestartCount) {
+      this.client.outputChannel.warn('The sidecar stopped; it is being restarted.');
+      return { action: CloseAction.Restart, handled: true };
+    }
     const times = this.options.maxRestartCount + 1;
     this.end(
       failure(`stopped ${times} times within 3 minutes, so it is not restarted by itself. The next request starts a new one; ${LOGS} to see why it stops.`),
@@ -175,9 +217,20 @@ export class SidecarSession {
    * Its output is read by a FrameReader; its stderr is logged line by line, as the client would. */
   private async spawn(): Promise<MessageTransports> {
     const child = await this.spawnProcess();
+    this.client.outputChannel.info(`Starting the sidecar: ${this.options.python} (pid ${child.pid}).`);
     readline.createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (line) => this.client.outputChannel.error(line));
-    const take = (message: Message) => this.options.take(message);
+    const take = (message: Message) => this.logged(message) || this.options.take(message);
     return { reader: new FrameReader(child.stdout!, take), writer: new StreamMessageWriter(child.stdin!), detached: false };
+  }
+
+  /** The sidecar's log lines (`window/logMessage`), logged at their level: the client would pass
+   * them through the methods SidecarClient silences. */
+  private logged(message: Message): boolean {
+    const { method, id, params } = message as { method?: unknown; id?: unknown; params?: { type?: unknown; message?: unknown } };
+    if (method !== 'window/logMessage' || id !== undefined) return false;
+    const level = LOG_LEVELS[params?.type as keyof typeof LOG_LEVELS] ?? 'info';
+    if (typeof params?.message === 'string') this.client.outputChannel[level](params.message);
+    return true;
   }
 
   private spawnProcess(): Promise<ChildProcess> {

@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { networkSetting, setting } from './config';
 import { SECRET_WORDS, type Calibration, type ConfigureParams, type Settings } from './contract';
-import { CHOOSE_INTERPRETER, GatewayChatError, SHOW_LOGS, showError } from './errors';
+import { CHOOSE_INTERPRETER, GatewayChatError, RESTART_SERVER, SHOW_LOGS, showError } from './errors';
 import { notify } from './notify';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
@@ -119,6 +119,15 @@ export interface SidecarLimits {
 
 const DEFAULT_LIMITS: SidecarLimits = { startTimeoutMs: 30_000, stopTimeoutMs: 2_000, maxRestartCount: 4 };
 
+/** The limits, with the start bound from AI_GATEWAY_LM_START_TIMEOUT_MS when it holds a whole number
+ * of milliseconds from 100 to 600,000 (tests of the shipped bundle, where 30 s per hung start would
+ * be most of the run; like AI_GATEWAY_LM_PYTHON, not a user setting). Anything else: the default. */
+export function defaultLimits(env: NodeJS.ProcessEnv = process.env): SidecarLimits {
+  const text = env.AI_GATEWAY_LM_START_TIMEOUT_MS ?? '';
+  const ms = /^\d{3,6}$/.test(text) ? Number(text) : NaN;
+  return ms >= 100 && ms <= 600_000 ? { ...DEFAULT_LIMITS, startTimeoutMs: ms } : DEFAULT_LIMITS;
+}
+
 /** Why a start or request was abandoned by us: no pop-up, the caller asked for it. */
 class Superseded extends GatewayChatError {}
 
@@ -134,7 +143,7 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
     private readonly context: vscode.ExtensionContext,
     private readonly log: vscode.LogOutputChannel,
     private readonly traceChannel: vscode.LogOutputChannel,
-    private readonly limits: SidecarLimits = DEFAULT_LIMITS,
+    private readonly limits: SidecarLimits = defaultLimits(),
   ) {
     this.stateDir = context.globalStorageUri.fsPath;
     this.router.onInvalid = (what) => this.log.warn(`${what}.`);
@@ -165,10 +174,18 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
     });
   }
 
-  /** Stops the current sidecar for sure (killed if it does not stop in time), then starts one. */
-  async restart(): Promise<void> {
+  /** Stops the current sidecar for sure (killed if it does not stop in time), then starts one.
+   * True once the new one answers; false when a later restart or the window's shutdown took over;
+   * rejects when it did not start (its one error notification has been shown). */
+  async restart(): Promise<boolean> {
     await this.retire(new Superseded('The Vercel AI Gateway sidecar was restarted while this request waited. Try again.', 'sidecar', null));
-    await this.ready();
+    try {
+      await this.ready();
+      return true;
+    } catch (error) {
+      if (error instanceof Superseded) return false;
+      throw error;
+    }
   }
 
   private async retire(reason: GatewayChatError): Promise<void> {
@@ -218,11 +235,13 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
     return session;
   }
 
+  /** The one notification of a failed start: a setup failure offers the interpreter setting when
+   * another Python would help; a sidecar that did not start offers its logs and a restart. */
   private startFailure(error: unknown): GatewayChatError {
     if (error instanceof Superseded) return error;
     const message = error instanceof Error ? error.message : String(error);
-    const choose = error instanceof SetupError && error.canChooseInterpreter ? [CHOOSE_INTERPRETER] : [];
-    showError(message, ...choose, SHOW_LOGS);
+    if (error instanceof SetupError) showError(message, ...(error.canChooseInterpreter ? [CHOOSE_INTERPRETER] : []), SHOW_LOGS);
+    else showError(message, SHOW_LOGS, RESTART_SERVER);
     this.log.error(message);
     return error instanceof GatewayChatError ? error : new GatewayChatError(message, 'setup', null);
   }

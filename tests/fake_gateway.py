@@ -5,7 +5,7 @@ or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hos
 `GET …/tokenizer/…/models` pick a catalogue answer by the base URL's path. Every request is
 recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
 other processes (Node, VS Code) can assert what reached the gateway.
-Credits, generation lookups and the `billed*` scenarios: fake_spend.py.
+Credits, generation lookups and the `billed*` scenarios: fake_spend.py; the bench's soak: fake_soak.py.
 
 Run standalone: `python tests/fake_gateway.py [--port N]` prints `PORT <n>` and serves until killed.
 """
@@ -31,6 +31,7 @@ import fake_spend
 from fake_agent import MODEL as AGENT_MODEL
 from fake_agent import serve_agent_loop
 from fake_reasoning import serve_strict_reasoning
+from fake_soak import serve_soak
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ANSWER = ["Hello", " from", " the", " fake", " gateway", "."]
@@ -454,6 +455,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "agent-loop":
         serve_agent_loop(h, body, entry, created)  # may refuse before any stream starts
+        return
+    if scenario == "soak":
+        serve_soak(h, body, entry)  # bench/soak.mjs: agent turns with faults
         return
     if scenario.startswith("billed"):
         serve_billed(h, scenario, body, entry)

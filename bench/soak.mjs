@@ -1,0 +1,319 @@
+// The soak: a long agent session through the shipped bundle's provider, with faults. 1,000 turns as
+// Copilot's agent sends them (24 tools offered, the history growing by a tool call and its result
+// each turn, a summarisation request every 25th turn that replaces the history with its summary,
+// every message counted before each turn), against the loopback gateway's `soak` scenario
+// (tests/fake_soak.py), which every 20 turns resets mid-stream, answers 429 with retry-after,
+// answers 500, or stalls; and the sidecar killed mid-stream twice. Run alone: `node bench/bench.mjs
+// soak` (after `node extension/build.mjs` and `npx tsc -p tests/ts`, as `make bench` does).
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
+import { activate, median, model, PYTHON, rssMb, sidecarPids, storageDir, vscode } from './host.mjs';
+
+const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
+const COUNTS = process.env.SOAK_COUNTS !== '0';
+const FAULT_EVERY = 20; // a fault on turns 10, 30, 50, …
+const FAULTS = ['reset', '429', '500', 'stall'];
+const SUMMARY_EVERY = 25;
+const KILLS = [115, 235]; // turns whose sidecar is killed at their first part
+const IDLE_TIMEOUT_S = 2;
+const MAX_RETRIES = 1;
+const TURN_LIMIT_MS = 60_000; // the watchdog: a turn still going then is cancelled and counted unbounded
+const TURN_TARGET_MS = (IDLE_TIMEOUT_S + 3) * 1000; // a stall ends at idleTimeout; a retry waits ≤ 1 s; a restart ~1 s
+const SIDECAR_WARM = 65; // turns after a (re)start before its memory counts as the start's
+// What a user must never see: the client library's wording, JSON-RPC codes, a stack.
+const LIBRARY = /-32\d{3}|couldn't create connection|Client is not running|Pending response rejected|Code: -\d|\n\s+at /;
+
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc'); // memory is sampled after a full collection: what is kept, not what is pending
+
+const SETTINGS = {
+  'vercelAiGateway.idleTimeout': IDLE_TIMEOUT_S,
+  'vercelAiGateway.maxRetries': MAX_RETRIES,
+  'vercelAiGateway.requestTimeout': 60,
+  // The scenario travels as a header, through the modelOptions setting (the path a user's own headers take).
+  'vercelAiGateway.modelOptions': { 'fake/tools': { extraHeaders: { 'x-fake-scenario': 'soak' } } },
+};
+
+const TOOL_NAMES = [
+  'read_file',
+  'grep_search',
+  'file_search',
+  'semantic_search',
+  'list_dir',
+  'replace_string_in_file',
+  'insert_edit_into_file',
+  'create_file',
+  'run_in_terminal',
+  'get_terminal_output',
+  'get_errors',
+  'run_tests',
+  'test_failure',
+  'list_code_usages',
+  'get_changed_files',
+  'fetch_webpage',
+  'open_simple_browser',
+  'create_directory',
+  'get_project_setup_info',
+  'install_extension',
+  'run_vscode_command',
+  'think',
+  'manage_todo_list',
+  'github_repo',
+];
+const TOOLS = TOOL_NAMES.map((name, i) => ({
+  name,
+  description: `${name.replaceAll('_', ' ')}: one of the agent's tools, described as Copilot describes them (${i}).`,
+  inputSchema: {
+    type: 'object',
+    properties: {
+      path: { type: 'string', description: 'The absolute path of the file or folder.' },
+      query: { type: 'string', description: 'What to look for.' },
+      startLine: { type: 'integer', description: 'The line to start at, 1-based.' },
+      endLine: { type: 'integer', description: 'The line to end at, inclusive.' },
+    },
+    required: ['path'],
+  },
+}));
+
+function faultOf(turn) {
+  if (KILLS.includes(turn)) return { fault: 'kill', times: 1 };
+  if (turn % FAULT_EVERY !== FAULT_EVERY / 2) return { fault: '', times: 0 };
+  const n = Math.floor(turn / FAULT_EVERY);
+  const fault = FAULTS[n % FAULTS.length];
+  // 429 and 500 come before any event, so the sidecar retries them: once (the retry succeeds) or on
+  // every attempt (the turn fails with the gateway's error), in turn.
+  const times = fault === '429' || fault === '500' ? (Math.floor(n / FAULTS.length) % 2 ? MAX_RETRIES + 1 : 1) : 1;
+  return { fault, times };
+}
+
+/** The outcome the turn's fault should have: a retried fault that hit every attempt, or one after the first event, fails. */
+const meantToFail = ({ fault, times }) => fault === 'kill' || fault === 'reset' || fault === 'stall' || times > MAX_RETRIES;
+
+/** A file's worth of tool output, different every turn (2–6 KB). */
+function fileContent(turn) {
+  const lines = [];
+  for (let i = 0; i < 40 + (turn % 80); i++) lines.push(`    def handler_${turn}_${i}(self, request):  # route ${(turn * 31 + i) % 997}`);
+  return lines.join('\n');
+}
+
+function sample(pid) {
+  gc();
+  const fds = (p) => fs.readdirSync(`/proc/${p}/fd`).length;
+  const memory = process.memoryUsage();
+  return {
+    hostRss: memory.rss / 2 ** 20,
+    hostHeap: memory.heapUsed / 2 ** 20,
+    hostHeapTotal: memory.heapTotal / 2 ** 20,
+    hostExternal: memory.external / 2 ** 20,
+    hostFds: fds('self'),
+    pid,
+    sideRss: pid ? rssMb(pid) : NaN,
+    sideFds: pid ? fds(pid) : NaN,
+  };
+}
+
+/** The log lines written since the last call (then dropped, as VS Code keeps none in the extension
+ * host); those in the client library's words go to `library`. */
+function readLog(channel, library) {
+  const lines = channel.lines.splice(0);
+  library.push(...lines.filter((line) => LIBRARY.test(line)));
+  return lines.length;
+}
+
+function usageIds(dir) {
+  const db = path.join(dir, 'usage.sqlite3');
+  if (!fs.existsSync(db)) return [];
+  const script = 'import json, sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nprint(json.dumps([r[0] for r in c.execute("SELECT id FROM usage")]))';
+  return JSON.parse(execFileSync(PYTHON, ['-c', script, db], { encoding: 'utf8', timeout: 10_000 }));
+}
+
+export async function soakRows(gateway) {
+  const saved = Object.fromEntries(Object.keys(SETTINGS).map((key) => [key, vscode.settings[key]]));
+  const dir = storageDir();
+  vscode.registered.tools = TOOLS;
+  const ext = await activate(dir, gateway, SETTINGS);
+  try {
+    return await soak(ext, dir);
+  } finally {
+    await ext.deactivate();
+    for (const [key, value] of Object.entries(saved)) vscode.settings[key] = value;
+    vscode.registered.tools = [];
+  }
+}
+
+async function soak(ext, dir) {
+  const { provider } = ext;
+  const channel = vscode.registered.channels.at(-1); // the extension's log, created by this activate()
+  const libraryLines = [];
+  let logLines = readLog(channel, libraryLines);
+  const chatModel = model('fake/tools');
+  const task = vscode.LanguageModelChatMessage.User('Read the handlers in src/ one file at a time and list the routes each registers.');
+  let history = [task];
+  let pending = []; // the tool calls of the last answer, answered at the start of the next turn
+  const turns = [];
+  const samples = {};
+  const started = performance.now();
+  let sidecarSince = 0; // the turn the running sidecar started at
+  let pid = ext.pid;
+  for (let turn = 1; turn <= TURNS; turn++) {
+    const plan = faultOf(turn);
+    const marker = `[soak:${turn}:${plan.fault === 'kill' ? '' : plan.fault}:${plan.times}]`;
+    const summarising = turn % SUMMARY_EVERY === 0;
+    // The turn's newest item carries its marker: the results of the last answer's tool calls, or
+    // the user's next message (Copilot's summarisation request on a summarising turn).
+    if (pending.length) {
+      const results = pending.map((call) => new vscode.LanguageModelToolResultPart(call.callId, [new vscode.LanguageModelTextPart(fileContent(turn))]));
+      results.at(-1).content.push(new vscode.LanguageModelTextPart(marker));
+      history.push(vscode.LanguageModelChatMessage.User(results));
+      pending = [];
+    } else if (!summarising) {
+      history.push(vscode.LanguageModelChatMessage.User(`Go on with the next file. ${marker}`));
+    }
+    const messages = summarising
+      ? [...history, vscode.LanguageModelChatMessage.User(`Summarize the conversation history so far, keeping what the next turns need. ${marker}`)]
+      : history;
+
+    const source = new vscode.CancellationTokenSource();
+    const watchdog = setTimeout(() => source.cancel(), TURN_LIMIT_MS);
+    const t0 = performance.now();
+    let text = '';
+    let usage = false;
+    const calls = [];
+    let error;
+    try {
+      // Copilot counts every message before it sends (SOAK_COUNTS=0 leaves that out, to tell the counts' share of memory).
+      if (COUNTS) for (const message of messages) await provider.provideTokenCount(chatModel, message, source.token);
+      await provider.provideLanguageModelChatResponse(
+        chatModel,
+        messages,
+        { tools: summarising ? [] : TOOLS, toolMode: 1 },
+        {
+          report(part) {
+            if (part instanceof vscode.LanguageModelTextPart) {
+              if (!text && plan.fault === 'kill') process.kill(pid, 'SIGKILL'); // mid-stream: a part is out, the answer is not
+              text += part.value;
+            } else if (part instanceof vscode.LanguageModelToolCallPart) calls.push(part);
+            else if (part instanceof vscode.LanguageModelDataPart && part.mimeType === 'usage') usage = true;
+          },
+        },
+        source.token,
+      );
+    } catch (e) {
+      error = e;
+    }
+    clearTimeout(watchdog);
+    const ms = performance.now() - t0;
+    const clear = !error || (error.name === 'Vercel AI Gateway' && typeof error.kind === 'string' && !error.stack && !LIBRARY.test(error.message));
+    logLines += readLog(channel, libraryLines);
+    turns.push({
+      turn,
+      ms,
+      fault: plan.fault,
+      meant: meantToFail(plan),
+      ok: !error,
+      kind: error?.kind,
+      clear,
+      usage,
+      unbounded: source.token.isCancellationRequested,
+    });
+    if (!error && summarising) {
+      history = [task, vscode.LanguageModelChatMessage.Assistant(text)];
+    } else if (!error) {
+      history.push(vscode.LanguageModelChatMessage.Assistant([new vscode.LanguageModelTextPart(text), ...calls]));
+      pending = calls;
+    }
+    if (plan.fault === 'kill') {
+      // The client restarts it by itself; the next turn would wait for that anyway.
+      const killed = pid;
+      for (let waited = 0; waited < 10_000 && (pid === killed || !pid); waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        pid = sidecarPids().find((p) => p !== killed);
+      }
+      sidecarSince = turn;
+    }
+    if (turn === 50) samples.start = sample(pid);
+    if (turn === 100) samples.firstSidecar = sample(pid);
+    if (turn % 100 === 0) (samples.series ??= []).push({ turn, ...sample(pid) });
+    if (turn === sidecarSince + SIDECAR_WARM && sidecarSince) samples.lastSidecarStart = sample(pid);
+  }
+  const wallS = (performance.now() - started) / 1000;
+
+  // Records are written after each answer, and again once the billed lookup answers: wait for them to settle.
+  const reported = turns.filter((t) => t.usage).map((t) => t.turn);
+  let ids = [];
+  for (let waited = 0; waited < 15_000; waited += 500) {
+    ids = usageIds(dir);
+    if (ids.length >= reported.length && waited >= 2000) break;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  samples.end = sample(pid);
+  const perTurn = new Map();
+  for (const id of ids) {
+    const turn = Number(/^resp_soak_(\d+)_\d+$/.exec(id)?.[1] ?? NaN);
+    perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1);
+  }
+  const lost = reported.filter((t) => !perTurn.has(t)).length;
+  const doubled = [...perTurn.values()].filter((n) => n > 1).length;
+  const stray = [...perTurn.keys()].filter((t) => !reported.includes(t)).length;
+
+  const failed = turns.filter((t) => !t.ok);
+  const kinds = {};
+  for (const t of failed) kinds[t.kind ?? 'unknown'] = (kinds[t.kind ?? 'unknown'] ?? 0) + 1;
+  logLines += readLog(channel, libraryLines);
+  if (libraryLines.length) console.error(`soak: log lines in the client library's words: ${JSON.stringify(libraryLines.slice(0, 5))}`);
+  const unclear = turns.filter((t) => !t.clear).length + libraryLines.length;
+  const unbounded = turns.filter((t) => t.unbounded).length;
+  const unexpected = turns.filter((t) => t.ok === t.meant); // succeeded where it should fail, or the reverse
+  if (unexpected.length) console.error(`soak: not as planned: ${JSON.stringify(unexpected.slice(0, 10))}`);
+  const longest = turns.reduce((a, b) => (b.ms > a.ms ? b : a));
+  const faults = turns.filter((t) => t.fault).length;
+  const kills = turns.filter((t) => t.fault === 'kill').length;
+  const pct = (a, b) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(1)} %`;
+  const flat = (a, b) => b <= a * 1.1;
+  const { start, end, firstSidecar } = samples;
+  const lastSidecarStart = samples.lastSidecarStart ?? start; // a short run (SOAK_TURNS) ends before it
+  const steady = samples.series.find((x) => x.turn === 500) ?? start; // V8 has sized its heap by then
+  const stalls = turns.filter((t) => t.fault === 'stall').map((t) => t.ms);
+  console.error(`soak: ${TURNS} turns in ${wallS.toFixed(0)} s; every 100 turns: host RSS / heap after GC / heap total MB / fds, sidecar pid RSS MB / fds`);
+  for (const x of [...samples.series, { turn: 'end', ...end }]) {
+    const mb = (v) => v.toFixed(1);
+    console.error(`  ${x.turn}: ${mb(x.hostRss)} / ${mb(x.hostHeap)} / ${mb(x.hostHeapTotal)} / ${x.hostFds}; ${x.pid} ${mb(x.sideRss)} / ${x.sideFds}`);
+  }
+  return [
+    {
+      metric: `soak: ${TURNS} agent turns (${Math.floor(TURNS / SUMMARY_EVERY)} summaries), ${faults} faults incl. ${kills} sidecar kills, ${wallS.toFixed(0)} s: succeeded / clear errors`,
+      value: `${turns.length - failed.length} / ${failed.length} (${Object.entries(kinds)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}); unclear ${unclear}, not as planned ${unexpected.length}; ${logLines} log lines, ${libraryLines.length} in the library's words`,
+      target: 'all clear, as planned',
+      ok: unclear === 0 && unexpected.length === 0 && unbounded === 0,
+    },
+    {
+      metric: `  longest turn (median ${median(turns.map((t) => t.ms)).toFixed(0)} ms; stalls ended after ≤ ${(Math.max(0, ...stalls) / 1000).toFixed(2)} s, idleTimeout ${IDLE_TIMEOUT_S} s); turns the ${TURN_LIMIT_MS / 1000} s watchdog cut`,
+      value: `${(longest.ms / 1000).toFixed(2)} s (turn ${longest.turn}${longest.fault ? `, ${longest.fault}` : ''}); ${unbounded}`,
+      target: `≤ ${TURN_TARGET_MS / 1000} s; 0`,
+      ok: longest.ms <= TURN_TARGET_MS && unbounded === 0,
+    },
+    {
+      metric: `  extension host RSS / open files, turn 50 → end (from turn ${steady.turn ?? 50}; heap after GC)`,
+      value: `${start.hostRss.toFixed(0)} → ${end.hostRss.toFixed(0)} MB (${pct(start.hostRss, end.hostRss)}; ${pct(steady.hostRss, end.hostRss)}) / ${start.hostFds} → ${end.hostFds} (heap ${start.hostHeap.toFixed(1)} → ${end.hostHeap.toFixed(1)} MB, ${(((end.hostHeap - start.hostHeap) * 1024) / (TURNS - 50)).toFixed(1)} KB a turn)`,
+      target: '≤ +10 %',
+      ok: flat(start.hostRss, end.hostRss) && flat(start.hostFds, end.hostFds),
+    },
+    {
+      metric: `  sidecar RSS / open files, ${SIDECAR_WARM} turns after its restart (turn ${sidecarSince}) → end; the first one, turn 50 → 100`,
+      value: `${lastSidecarStart.sideRss.toFixed(0)} → ${end.sideRss.toFixed(0)} MB (${pct(lastSidecarStart.sideRss, end.sideRss)}) / ${lastSidecarStart.sideFds} → ${end.sideFds}; first ${start.sideRss.toFixed(0)} → ${firstSidecar.sideRss.toFixed(0)} MB / ${start.sideFds} → ${firstSidecar.sideFds}`,
+      target: '≤ +10 %',
+      ok: flat(lastSidecarStart.sideRss, end.sideRss) && flat(lastSidecarStart.sideFds, end.sideFds) && end.pid === lastSidecarStart.pid,
+    },
+    {
+      metric: '  usage records vs turns that reported usage: lost / doubled / without such a turn',
+      value: `${ids.length} vs ${reported.length}: ${lost} / ${doubled} / ${stray}`,
+      target: 'equal; 0 / 0 / 0',
+      ok: ids.length === reported.length && lost === 0 && doubled === 0 && stray === 0,
+    },
+  ];
+}
