@@ -137,6 +137,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     detail: '',
     budgetFactor: 1,
     budgetInputTokens: 900,
+    tokenizer: 'o200k_base',
   };
   const models = [
     { id: 5 },
