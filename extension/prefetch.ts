@@ -13,8 +13,16 @@ export const RECHECK_MS = [5_000, 30_000, 120_000];
 // A batch stays under the sidecar's inline limit (64K characters), so it is counted at once.
 const BATCH_CHARS = 32_768;
 const BATCH_STRINGS = 1_000;
-/** Real schemas are far smaller (~1,000 strings for 40 tools); what lies beyond is counted if asked. */
-export const PREFETCH_LIMITS: WalkLimits = { strings: 50_000, chars: 4 << 20, depth: 64, longest: PERSIST_LIMIT };
+/** Real schemas are far smaller (~1,200 strings and 30K characters for 40 tools); what lies beyond is
+ * counted if Copilot asks for it. */
+export const PREFETCH_LIMITS: WalkLimits = {
+  strings: 50_000,
+  chars: 4 << 20,
+  toolStrings: 5_000,
+  toolChars: 256 << 10,
+  depth: 64,
+  longest: PERSIST_LIMIT,
+};
 
 export interface PrefetchHooks {
   /** vscode.lm.tools: a new array on every read, so read once per look. */

@@ -200,7 +200,7 @@ export class TokenCounter {
     const request = this.rpc.request('gateway/countTokens', background ? { model, texts: missing, background } : { model, texts: missing });
     const flight: Flight = { model, counts: request.then(({ counts }) => checkedCounts(counts, missing.length)), background, urged: false };
     let flying = this.flights.get(key);
-    if (!flying) this.flights.set(key, (flying = new Map()));
+    if (!flying) this.flights.set(key, (flying = new Map<string, { flight: Flight; index: number }>()));
     for (let index = 0; index < missing.length; index++) flying.set(missing[index], { flight, index });
     try {
       const counts = await flight.counts;
@@ -395,39 +395,50 @@ export interface ToolInfo {
 /** How much of the tools a walk takes. A tool's schema comes from any extension or MCP server: what
  * lies past these bounds is not prefetched, only counted if Copilot asks for it. */
 export interface WalkLimits {
+  /** Strings and characters in all. */
   strings: number;
   chars: number;
+  /** Strings and characters of one tool: one huge schema does not crowd out the others. */
+  toolStrings: number;
+  toolChars: number;
   depth: number;
   /** A longer string is left out (it costs a request of its own whenever it is asked). */
   longest: number;
 }
 
-const UNBOUNDED: WalkLimits = { strings: Infinity, chars: Infinity, depth: Infinity, longest: Infinity };
+const UNBOUNDED: WalkLimits = { strings: Infinity, chars: Infinity, toolStrings: Infinity, toolChars: Infinity, depth: Infinity, longest: Infinity };
 
 export function toolStrings(tools: readonly ToolInfo[], limits: WalkLimits = UNBOUNDED): string[] {
   const out: string[] = [];
   let chars = 0;
+  let toolStart = 0;
+  let toolChars = 0;
   const take = (text: string): boolean => {
     if (text.length > limits.longest) return true;
+    if (out.length - toolStart >= limits.toolStrings || toolChars + text.length > limits.toolChars) return false;
     if (out.length >= limits.strings || chars + text.length > limits.chars) return false;
     out.push(text);
     chars += text.length;
+    toolChars += text.length;
     return true;
   };
-  // False once a limit is reached: the walk ends there.
+  // False once a limit is reached: the walk of this tool ends there.
   const walk = (object: object, depth: number): boolean => {
     if (depth > limits.depth) return true;
     for (const key of Object.keys(object)) {
       const value: unknown = (object as Record<string, unknown>)[key];
       if (!value) continue;
       if (key && !take(key)) return false;
-      if (typeof value === 'string' ? !take(value) : typeof value === 'object' && !walk(value as object, depth + 1)) return false;
+      if (typeof value === 'string' ? !take(value) : typeof value === 'object' && !walk(value, depth + 1)) return false;
     }
     return true;
   };
   for (const tool of tools) {
+    if (out.length >= limits.strings || chars >= limits.chars) break;
+    toolStart = out.length;
+    toolChars = 0;
     try {
-      if (!walk({ name: tool.name, description: tool.description, parameters: tool.inputSchema }, 0)) break;
+      walk({ name: tool.name, description: tool.description, parameters: tool.inputSchema }, 0);
     } catch {
       // A schema that cannot be walked (a getter or proxy that throws): its strings are counted if asked.
     }
