@@ -35,6 +35,7 @@ export interface PrefetchHooks {
 
 export class ToolPrefetch {
   private timer: NodeJS.Timeout | undefined;
+  private timerDue = 0;
   private started = false;
   private rechecks = 0;
   private due = false; // a look is owed once no chat streams
@@ -83,10 +84,12 @@ export class ToolPrefetch {
 
   private schedule(delay: number): void {
     if (this.disposed) return;
+    const due = Date.now() + delay;
     if (this.timer) {
-      if (delay >= PREFETCH_DELAY_MS) return; // one soon enough is set already
-      clearTimeout(this.timer);
+      if (this.timerDue <= due) return; // one soon enough is set already
+      clearTimeout(this.timer); // a later recheck: this look comes first, and the next recheck after it
     }
+    this.timerDue = due;
     this.timer = setTimeout(() => this.fire(), delay);
     this.timer.unref?.(); // never what keeps a process alive
   }

@@ -11,7 +11,7 @@ import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { startGateway, startSidecar } from './real';
 import type { CountParams, ModelEntry } from '../../extension/contract';
-import { PREFETCH_DELAY_MS, PREFETCH_LIMITS } from '../../extension/prefetch';
+import { PREFETCH_DELAY_MS, PREFETCH_LIMITS, RECHECK_MS } from '../../extension/prefetch';
 import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/rpc';
 import { ToolInfo, toolStrings } from '../../extension/tokens';
@@ -160,11 +160,12 @@ test('no background batch is sent while a chat streams: it waits for the chat to
 test('changed tools are counted again: an extension came (toolsMayHaveChanged) or a request offered a tool not seen', async () => {
   const h = await harness(copilotTools('first'));
   await h.provider.provideLanguageModelChatInformation({ silent: true }, token());
+  const recheck = Date.now() + PREFETCH_DELAY_MS + RECHECK_MS[0]; // the first look again on its own
   await until('the first tools are known', allKnown(h, 'fake/text', h.tools));
   const added = copilotTools('second');
   h.tools.push(...added);
   h.provider.toolsMayHaveChanged();
-  await until('the added tools are known', allKnown(h, 'fake/text', added));
+  await until('the added tools are known, before the first recheck', allKnown(h, 'fake/text', added), recheck - Date.now() - 500);
   const third = copilotTools('third');
   h.tools.push(...third);
   await h.provider.provideLanguageModelChatResponse(info('fake/text'), [userMessage('hi')], { toolMode: 1, tools: third }, { report() {} }, token());
