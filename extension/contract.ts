@@ -79,6 +79,7 @@ export interface ModelEntry {
   detail: string;
   budgetFactor: number;
   budgetInputTokens: number;
+  tokenizer: string;
 }
 export interface Capabilities {
   toolCalling: boolean;
@@ -183,6 +184,7 @@ export interface UsagePart {
 export interface CountParams {
   model: string;
   texts: (string | MessageIn)[];
+  background?: boolean;
 }
 export interface CountResult {
   counts: number[];

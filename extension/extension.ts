@@ -85,6 +85,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.restartServer, () => restartServer(sidecar)),
     // attribution.tagWorkspace tags requests with the workspace's name, which a folder change can change.
     vscode.workspace.onDidChangeWorkspaceFolders(() => void sidecar.configure()),
+    // Extensions bring tools (VS Code has no event for vscode.lm.tools itself, rfcs/0004).
+    vscode.extensions.onDidChange(() => provider.toolsMayHaveChanged()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       settingSecrets = [...new Set([...settingSecrets, ...sidecarSecrets()])]; // an old one may still be quoted
       if (event.affectsConfiguration(SECTION)) tellCostly();

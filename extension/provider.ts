@@ -8,7 +8,8 @@ import type { SpendAnswer } from './guard';
 import { spendLimitOf } from './records';
 import type { Refusal, SpendChatParams } from './spendTypes';
 import type { Rpc } from './rpc';
-import { TokenCounter, ToolInfo, toolStrings } from './tokens';
+import { ToolPrefetch } from './prefetch';
+import { TokenCounter, ToolInfo } from './tokens';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
 
 export interface ProviderHooks {
@@ -43,7 +44,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   private fetchedAt = 0; // when the catalogue last came back
   private served: ModelEntry[] | undefined; // the list VS Code was last given
   readonly tokens: TokenCounter;
-  private readonly toolsLearned = new Map<string, string>(); // model → names of the tools last counted
+  private readonly prefetch: ToolPrefetch;
+  private streaming = 0; // chats under way: background counting waits for them
   private windowTimer: NodeJS.Timeout | undefined;
   readonly approvals = new Approvals();
 
@@ -52,16 +54,22 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     private readonly hooks: ProviderHooks,
   ) {
     this.tokens = new TokenCounter(rpc);
+    this.prefetch = new ToolPrefetch(this.tokens, {
+      tools: () => hooks.tools(),
+      targets: () => this.prefetchTargets(),
+      busy: () => this.streaming > 0,
+    });
   }
 
   async provideLanguageModelChatInformation(options: { silent: boolean }, _token: vscode.CancellationToken): Promise<vscode.LanguageModelChatInformation[]> {
     if (!options.silent && !(await this.hooks.apiKey())) await this.hooks.askForKey();
-    if (this.models.length === 0) this.models = await this.hooks.loadCache();
+    if (this.models.length === 0) this.adopt(await this.hooks.loadCache());
     // VS Code asks several times in a row (and again after every change event): one fetch a minute
     // at most, or each answer would re-render the picker under the user's mouse.
     const refresh = Date.now() - this.fetchedAt > REFRESH_INTERVAL_MS ? this.refresh() : undefined;
     if (this.models.length === 0) await refresh; // first run ever: nothing cached to show yet
     this.served = this.models;
+    if (this.models.length) this.prefetch.start(); // Copilot's first walk will ask for the tool strings
     return this.models.map(toChatInformation);
   }
 
@@ -73,7 +81,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
 
   /** The catalogue as VS Code was given it: the disk cache, or a fetch when there is none yet. */
   async catalogue(): Promise<ModelEntry[]> {
-    if (this.models.length === 0) this.models = await this.hooks.loadCache();
+    if (this.models.length === 0) this.adopt(await this.hooks.loadCache());
     if (this.models.length === 0) await this.refresh();
     return this.models;
   }
@@ -89,7 +97,13 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     this.windowTimer = setTimeout(() => void this.refresh(), WINDOW_DEBOUNCE_MS);
   }
 
+  /** Extensions came or went: their tools with them. */
+  toolsMayHaveChanged(): void {
+    this.prefetch.changed();
+  }
+
   dispose(): void {
+    this.prefetch.dispose();
     clearTimeout(this.windowTimer);
     this.changed.dispose();
   }
@@ -99,7 +113,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       const { models } = await this.rpc.request('gateway/models', {});
       this.fetchedAt = Date.now();
       if (JSON.stringify(models) === JSON.stringify(this.models)) return;
-      this.models = models;
+      this.adopt(models);
+      this.prefetch.changed(); // the tokenizer most models use may be another
       await this.hooks.saveCache(models);
       // The list changed since VS Code was last served. A first start's callers have not been
       // served yet and are waiting for this very list: telling them would only make VS Code ask again.
@@ -107,6 +122,32 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     } catch (error) {
       this.hooks.log.warn(`Could not refresh the model list: ${fromRpcError(error).message}`);
     }
+  }
+
+  private adopt(models: ModelEntry[]): void {
+    this.models = models;
+    this.tokens.setTokenizers(models);
+  }
+
+  /** A model id for each tokenizer worth counting the tools for: the one most models use, and those
+   * of the models Copilot asked about since activation. Not every tokenizer of the list: each one
+   * the sidecar loads costs it memory and a third of a second. */
+  private prefetchTargets(): string[] {
+    const models = new Map<string, string>(); // tokenizer → the first model with it
+    const many = new Map<string, number>();
+    for (const { id, tokenizer } of this.models) {
+      if (!tokenizer) continue;
+      if (!models.has(tokenizer)) models.set(tokenizer, id);
+      many.set(tokenizer, (many.get(tokenizer) ?? 0) + 1);
+    }
+    const common = [...many].sort((a, b) => b[1] - a[1])[0]?.[0];
+    const targets = new Map<string, string>();
+    if (common) targets.set(common, models.get(common)!);
+    for (const model of this.tokens.asked()) {
+      const tokenizer = this.tokens.tokenizerOf(model);
+      if (!targets.has(tokenizer)) targets.set(tokenizer, model);
+    }
+    return [...targets.values()];
   }
 
   async provideLanguageModelChatResponse(
@@ -135,6 +176,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       modelOptions: options.modelOptions ?? {},
       apiKey: await this.hooks.apiKey(),
     };
+    this.streaming++;
+    this.prefetch.offered(options.tools);
     try {
       const result = await this.guardedChat(params, token);
       if (typeof result === 'string') {
@@ -154,6 +197,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       throw failure;
     } finally {
       subscription.dispose();
+      if (--this.streaming === 0) this.prefetch.idle();
     }
   }
 
@@ -192,19 +236,9 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     }
     const known = this.tokens.known(model.id, text);
     if (known !== undefined) return Promise.resolve(known);
-    return this.learnTools(model.id).then(() => this.tokens.count(model.id, text));
-  }
-
-  /** A string we have not counted yet: perhaps the tools changed. One read of vscode.lm.tools per
-   * miss, and every tool string not yet known counted in one batch, before Copilot asks for it. */
-  private learnTools(model: string): Promise<void> {
-    const tools = this.hooks.tools();
-    const signature = `${tools.length}\u0000${tools.map((t) => t.name).join('\u0000')}`;
-    if (this.toolsLearned.get(model) === signature) return Promise.resolve(); // a string that is no tool's
-    this.toolsLearned.set(model, signature);
-    return this.tokens.prefetch(model, toolStrings(tools)).catch(() => {
-      this.toolsLearned.delete(model); // one by one still works; the next miss tries again
-    });
+    // A string we have not counted: perhaps the tools changed. One read of vscode.lm.tools per miss,
+    // and every tool string not yet known counted in one batch, before Copilot asks for it.
+    return this.prefetch.learn(model.id).then(() => this.tokens.count(model.id, text));
   }
 }
 

@@ -51,15 +51,22 @@ export function checkModels(raw: unknown): Checked<ModelEntry[]> {
   if (raw === undefined) return { value: [], dropped: 0 };
   if (!Array.isArray(raw)) return { value: [], dropped: 1 };
   const seen = new Set<string>();
-  const value = raw.map(withBudget).filter((entry): entry is ModelEntry => isModel(entry) && !seen.has(entry.id) && !!seen.add(entry.id));
+  const value = raw.map(upgraded).filter((entry): entry is ModelEntry => isModel(entry) && !seen.has(entry.id) && !!seen.add(entry.id));
   return { value, dropped: raw.length - value.length };
 }
 
-/** An entry saved before the budget unit (RFC 0004) has neither budget field: it was advertised in
- * real tokens, as with a factor of 1. Kept as that rather than dropped with a warning. */
-function withBudget(entry: unknown): unknown {
-  if (typeof entry !== 'object' || entry === null || 'budgetFactor' in entry || 'budgetInputTokens' in entry) return entry;
-  return { ...entry, budgetFactor: 1, budgetInputTokens: (entry as { maxInputTokens?: unknown }).maxInputTokens };
+/** Entries saved by earlier versions, kept rather than dropped with a warning. One saved before the
+ * budget unit (RFC 0004) has neither budget field: it was advertised in real tokens, as with a factor
+ * of 1. One saved before `tokenizer` has none: '' (not known), so its counts are kept under its own
+ * id until the list is fetched again, which happens at start. */
+function upgraded(entry: unknown): unknown {
+  if (typeof entry !== 'object' || entry === null) return entry;
+  let out = entry;
+  if (!('budgetFactor' in out) && !('budgetInputTokens' in out)) {
+    out = { ...out, budgetFactor: 1, budgetInputTokens: (out as { maxInputTokens?: unknown }).maxInputTokens };
+  }
+  if (!('tokenizer' in out)) out = { ...out, tokenizer: '' };
+  return out;
 }
 
 type Checks<T> = { [K in keyof T]-?: (value: unknown) => boolean };
@@ -85,6 +92,8 @@ const MODEL: Checks<ModelEntry> = {
   detail: isString,
   budgetFactor: (value) => typeof value === 'number' && value >= 0.5 && value <= 3,
   budgetInputTokens: isTokenLimit,
+  // An encoding's name (it keys counts in memory and on disk), or '' when not known.
+  tokenizer: (value) => typeof value === 'string' && /^[a-z0-9_]{0,64}$/.test(value),
 };
 
 function isModel(entry: unknown): entry is ModelEntry {

@@ -11,31 +11,49 @@ import type { MessageIn } from './contract';
 interface Pending {
   model: string;
   item: string | MessageIn;
-  text: string;
   resolve: (count: number) => void;
   reject: (error: unknown) => void;
 }
 
+/** A batch of counts on its way (a prefetch): what a count of one of its strings asked meanwhile waits
+ * for. A background batch waits in the sidecar until its tokenizer has loaded on its own; the first
+ * count that waits for one asks the sidecar to load it now (`urged`). */
+interface Flight {
+  model: string;
+  counts: Promise<number[]>;
+  background: boolean;
+  urged: boolean;
+}
+
 const SLICE = 1 << 20; // characters per request for a huge text
-const PERSIST_LIMIT = 1 << 16; // longer texts are remembered in memory only
+export const PERSIST_LIMIT = 1 << 16; // longer texts are remembered in memory only
 
 export class TokenCounter {
-  // model → text → exact count. Two levels, not one `model + text` key: a string Copilot asks about
-  // again is the same object, whose hash V8 keeps; a concatenated key is hashed afresh each time
-  // (5× the cost of a warm walk).
+  // tokenizer → text → exact count. Counts are per tokenizer, not per model: every model that counts
+  // with o200k shares them, so the tool strings counted once serve whichever model Copilot asks about
+  // (a model whose tokenizer is not known keeps counts of its own, under its id). Two levels, not one
+  // `tokenizer + text` key: a string Copilot asks about again is the same object, whose hash V8 keeps;
+  // a concatenated key is hashed afresh each time (5× the cost of a warm walk).
   private readonly memo = new Map<string, Map<string, number>>();
-  // The model asked about last and its counts: a walk asks about one model thousands of times, and
-  // comparing the id (the same string object each time) costs less than hashing it into `memo`.
-  private lastModel = '';
+  private tokenizers = new Map<string, string>(); // model id → tokenizer, from the model list
+  private readonly askedModels = new Set<string>();
+  // The model asked about last, its tokenizer and its counts: a walk asks about one model thousands of
+  // times, and comparing the id (the same string object each time) costs less than hashing it.
+  private lastModel: string | undefined;
+  private lastKey = '';
   private lastCounts: Map<string, number> | undefined;
   private entries = 0;
-  private persisted = new Map<string, number>(); // sha1 of `model NUL text` → exact count, from disk
-  private readonly public = new Set<string>(); // `model NUL text` of tool strings: safe to keep as plain text
-  // Messages by model → role → text of their one text part, or by object (rfcs/0004).
+  // What is saved (token-counts.json): tool strings as `tokenizer NUL text` (public, and read back
+  // into the memo without hashing), everything else under a SHA-1 of it, so no prompt text is stored.
+  // A count is hashed once, when it is learned (after a round trip), never per save or per call.
+  private readonly plain = new Map<string, number>();
+  private readonly hashed = new Map<string, number>();
+  // Messages by tokenizer → role → text of their one text part, or by object (rfcs/0004).
   private readonly messageTexts = new Map<string, Map<number, Map<string, number>>>();
   private readonly byObject = new WeakMap<object, Map<string, number>>();
+  private readonly flights = new Map<string, Map<string, { flight: Flight; index: number }>>(); // tokenizer → text → its batch
   // The last huge text (Copilot asks again right away): kept out of the memo, which would hold it for good.
-  private huge: { model: string; text: string; count: number } | undefined;
+  private huge: { key: string; text: string; count: number } | undefined;
   private pending: Pending[] = [];
   private dirty = false;
 
@@ -44,17 +62,37 @@ export class TokenCounter {
     private readonly capacity = 100_000,
   ) {}
 
-  /** The count when it is known (memory or disk), without asking the sidecar. */
-  known(model: string, text: string): number | undefined {
-    return this.countsOf(model)?.get(text) ?? this.fromDisk(model, text);
+  /** Which tokenizer each model counts with (the model list's `tokenizer`, which the sidecar sets by
+   * the same rule it counts by): models with the same one share their counts. */
+  setTokenizers(models: readonly { id: string; tokenizer: string }[]): void {
+    this.tokenizers = new Map(models.filter((m) => m.tokenizer).map((m) => [m.id, m.tokenizer]));
+    this.lastModel = undefined;
   }
 
-  private countsOf(model: string): Map<string, number> | undefined {
+  /** The key a model's counts are kept under: its tokenizer, or its own id when that is not known. */
+  tokenizerOf(model: string): string {
+    return this.tokenizers.get(model) || model;
+  }
+
+  /** The models Copilot asked about since activation. */
+  asked(): readonly string[] {
+    return [...this.askedModels];
+  }
+
+  private keyFor(model: string): string {
     if (model !== this.lastModel) {
       this.lastModel = model;
-      this.lastCounts = this.memo.get(model);
+      this.lastKey = this.tokenizerOf(model);
+      this.lastCounts = this.memo.get(this.lastKey);
+      this.askedModels.add(model);
     }
-    return this.lastCounts;
+    return this.lastKey;
+  }
+
+  /** The count when it is known (memory or disk), without asking the sidecar. */
+  known(model: string, text: string): number | undefined {
+    const key = this.keyFor(model);
+    return this.lastCounts?.get(text) ?? this.fromDisk(key, text);
   }
 
   count(model: string, item: string | MessageIn): Promise<number> {
@@ -62,104 +100,150 @@ export class TokenCounter {
     return typeof exact === 'number' ? Promise.resolve(exact) : exact;
   }
 
-  /** The exact count: from memory, from disk, or asked of the sidecar. */
+  /** The exact count: from memory, from disk, from a batch on its way, or asked of the sidecar. */
   private exact(model: string, item: string | MessageIn): number | Promise<number> {
+    const key = this.keyFor(model);
     if (typeof item === 'string' && item.length > SLICE) {
-      return this.huge?.model === model && this.huge.text === item ? this.huge.count : this.askInSlices(model, item);
+      return this.huge?.key === key && this.huge.text === item ? this.huge.count : this.askInSlices(model, key, item);
     }
     const text = textOf(item);
-    return this.memo.get(model)?.get(text) ?? this.fromDisk(model, text) ?? this.ask(model, item, text);
+    const known = this.lastCounts?.get(text) ?? this.fromDisk(key, text);
+    if (known !== undefined) return known;
+    const learn = (count: number): number => (this.learned(key, text, count, false), count);
+    return this.inFlight(key, text) ?? this.ask(model, item).then(learn);
   }
 
   /** A huge text crosses in slices, one request each: serialising it whole would hold the extension
    * host for ~0.1 s per 20 MB, and the sidecar's JSON parse as long (rfcs/0005-performance.md). */
-  private async askInSlices(model: string, text: string): Promise<number> {
+  private async askInSlices(model: string, key: string, text: string): Promise<number> {
     let total = 0;
     for (const slice of slices(text, SLICE)) {
       const { counts } = await this.rpc.request('gateway/countTokens', { model, texts: [slice] });
-      total += counts[0];
+      total += checkedCounts(counts, 1)[0];
     }
-    this.huge = { model, text, count: total };
+    this.huge = { key, text, count: total };
     return total;
   }
 
-  private ask(model: string, item: string | MessageIn, text: string): Promise<number> {
+  private ask(model: string, item: string | MessageIn): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      if (this.pending.push({ model, item, text, resolve, reject }) === 1) queueMicrotask(() => void this.flush());
+      if (this.pending.push({ model, item, resolve, reject }) === 1) queueMicrotask(() => void this.flush());
     });
   }
 
   /** A message, which Copilot builds afresh for every call. A message that is one plain text part
    * (`soleText`, most of them) is found by role and that text: the same string object every time, whose
-   * hash V8 keeps, where serialising it would cost a JSON string per call; on disk it is kept under
-   * `role + text`, hashed. Other messages are found by object, then by their JSON. */
+   * hash V8 keeps, where serialising it would cost a JSON string per call. After a restart it is found
+   * on disk under one SHA-1 of `tokenizer + role + text`, taken once per message: about what hashing
+   * the text into a Map costs (rfcs/0004). Other messages are found by object, then by their JSON. */
   countMessage(model: string, message: object, role: number, soleText: string | undefined, serialize: () => MessageIn): Promise<number> {
-    if (soleText === undefined) return this.countOther(model, message, serialize);
-    const byText = this.soleTexts(model, role);
+    const key = this.keyFor(model);
+    if (soleText === undefined) return this.countOther(model, key, message, serialize);
+    const byText = this.soleTexts(key, role);
     const known = byText.get(soleText);
     if (known !== undefined) return Promise.resolve(known);
-    const key = `\u0002${role}\u0000${soleText}`;
-    const exact = this.memo.get(model)?.get(key) ?? this.fromDisk(model, key) ?? this.ask(model, serialize(), key);
-    const remember = (count: number): number => (byText.set(soleText, count), count);
-    return settle(exact, remember);
+    const digest = soleText.length <= PERSIST_LIMIT && hash(`${key}\u0000\u0002${role}\u0000${soleText}`);
+    const saved = digest ? this.hashed.get(digest) : undefined;
+    if (saved !== undefined) {
+      byText.set(soleText, saved);
+      return Promise.resolve(saved);
+    }
+    return this.ask(model, serialize()).then((count) => {
+      byText.set(soleText, count);
+      if (digest) this.save(this.hashed, digest, count);
+      return count;
+    });
   }
 
-  private countOther(model: string, message: object, serialize: () => MessageIn): Promise<number> {
-    const known = this.byObject.get(message)?.get(model);
+  private countOther(model: string, key: string, message: object, serialize: () => MessageIn): Promise<number> {
+    const known = this.byObject.get(message)?.get(key);
     if (known !== undefined) return Promise.resolve(known);
     const remember = (count: number): number => {
-      this.byObject.set(message, (this.byObject.get(message) ?? new Map<string, number>()).set(model, count));
+      this.byObject.set(message, (this.byObject.get(message) ?? new Map<string, number>()).set(key, count));
       return count;
     };
     const exact = this.exact(model, serialize());
-    return settle(exact, remember);
+    return typeof exact === 'number' ? Promise.resolve(remember(exact)) : exact.then(remember);
   }
 
-  private soleTexts(model: string, role: number): Map<string, number> {
-    let byRole = this.messageTexts.get(model);
-    if (!byRole) this.messageTexts.set(model, (byRole = new Map<number, Map<string, number>>()));
+  private soleTexts(key: string, role: number): Map<string, number> {
+    let byRole = this.messageTexts.get(key);
+    if (!byRole) this.messageTexts.set(key, (byRole = new Map<number, Map<string, number>>()));
     let byText = byRole.get(role);
     if (!byText) byRole.set(role, (byText = new Map<string, number>()));
-    if (byText.size >= this.capacity) byText.clear(); // bounded like the memo; refilled from it
+    if (byText.size >= this.capacity) byText.clear(); // bounded like the memo; refilled from disk or the sidecar
     return byText;
   }
 
-  /** Counts strings before they are asked for (the tools' names, descriptions and schemas). */
-  async prefetch(model: string, texts: Iterable<string>): Promise<void> {
-    const unique = [...new Set(texts)];
-    unique.forEach((t) => this.public.add(keyOf(model, t)));
-    const missing = unique.filter((t) => this.memo.get(model)?.has(t) !== true && this.fromDisk(model, t) === undefined);
-    if (missing.length) await Promise.all(missing.map((t) => this.count(model, t)));
+  /** Of `texts`, those whose count is neither known nor on its way (in order, without repeats). */
+  unknown(model: string, texts: Iterable<string>): string[] {
+    const key = this.keyFor(model);
+    const counts = this.lastCounts;
+    const flying = this.flights.get(key);
+    const seen = new Set<string>();
+    const out: string[] = [];
+    for (const text of texts) {
+      if (seen.has(text)) continue;
+      seen.add(text);
+      if (counts?.has(text) || flying?.has(text) || this.fromDisk(key, text) !== undefined) continue;
+      out.push(text);
+    }
+    return out;
   }
 
-  /** What to write to disk: tool strings as they are (public, and read back without hashing),
-   * everything else hashed, so no prompt text is stored. */
+  /** Counts tool strings before they are asked for, in one request, and keeps them as public text.
+   * A `background` batch is counted once the sidecar's tokenizer has loaded on its own. */
+  async prefetch(model: string, texts: Iterable<string>, background = false): Promise<void> {
+    const missing = this.unknown(model, texts);
+    if (!missing.length) return;
+    const key = this.keyFor(model);
+    const request = this.rpc.request('gateway/countTokens', background ? { model, texts: missing, background } : { model, texts: missing });
+    const flight: Flight = { model, counts: request.then(({ counts }) => checkedCounts(counts, missing.length)), background, urged: false };
+    let flying = this.flights.get(key);
+    if (!flying) this.flights.set(key, (flying = new Map<string, { flight: Flight; index: number }>()));
+    for (let index = 0; index < missing.length; index++) flying.set(missing[index], { flight, index });
+    try {
+      const counts = await flight.counts;
+      missing.forEach((text, i) => this.learned(key, text, counts[i], true));
+    } finally {
+      for (const text of missing) if (flying.get(text)?.flight === flight) flying.delete(text);
+    }
+  }
+
+  /** A count asked while a prefetch of the same string is on its way waits for that batch rather than
+   * asking again; if the batch fails, it asks on its own. */
+  private inFlight(key: string, text: string): Promise<number> | undefined {
+    const entry = this.flights.get(key)?.get(text);
+    if (!entry) return undefined;
+    const { flight, index } = entry;
+    if (flight.background && !flight.urged) {
+      // Copilot is waiting: an ordinary count (of nothing) makes the sidecar load its tokenizer now.
+      flight.urged = true;
+      this.rpc.request('gateway/countTokens', { model: flight.model, texts: [] }).catch(() => undefined);
+    }
+    return flight.counts.then(
+      (counts) => counts[index],
+      () => this.ask(flight.model, text).then((count) => (this.learned(key, text, count, false), count)),
+    );
+  }
+
+  /** What to write to disk, when something was learned since the last time. */
   snapshot(): SavedCounts | undefined {
     if (!this.dirty) return undefined;
     this.dirty = false;
-    const plain: Record<string, number> = {};
-    const hashed: Record<string, number> = Object.fromEntries(this.persisted);
-    for (const [model, counts] of this.memo) {
-      for (const [text, count] of counts) {
-        if (text.length > PERSIST_LIMIT) continue; // hashing it would cost more than counting it again
-        const key = keyOf(model, text);
-        if (this.public.has(key)) plain[key] = count;
-        else hashed[hash(key)] = count;
-      }
-    }
-    return { plain, hashed };
+    return { plain: Object.fromEntries(this.plain), hashed: Object.fromEntries(this.hashed) };
   }
 
   /** Loads what snapshot() saved, checked entry by entry (see saved.ts); returns how many entries
    * were dropped. Dropped entries make the next snapshot rewrite the file without them. */
   restore(saved: unknown): number {
     const { value, dropped } = checkCounts(saved);
-    for (const [key, count] of Object.entries(value.plain)) {
-      const split = key.indexOf('\u0000');
-      this.remember(key.slice(0, split), key.slice(split + 1), count, false);
-      this.public.add(key);
+    for (const [entry, count] of Object.entries(value.plain)) {
+      const split = entry.indexOf('\u0000');
+      this.remember(entry.slice(0, split), entry.slice(split + 1), count);
+      this.save(this.plain, entry, count, false);
     }
-    this.persisted = new Map(Object.entries(value.hashed));
+    for (const [digest, count] of Object.entries(value.hashed)) this.save(this.hashed, digest, count, false);
     this.dirty ||= dropped > 0;
     return dropped;
   }
@@ -169,10 +253,10 @@ export class TokenCounter {
     return this.entries;
   }
 
-  private fromDisk(model: string, text: string): number | undefined {
-    if (this.persisted.size === 0 || text.length > PERSIST_LIMIT) return undefined;
-    const count = this.persisted.get(hash(keyOf(model, text)));
-    if (count !== undefined) this.remember(model, text, count, false);
+  private fromDisk(key: string, text: string): number | undefined {
+    if (this.hashed.size === 0 || text.length > PERSIST_LIMIT) return undefined;
+    const count = this.hashed.get(hash(keyOf(key, text)));
+    if (count !== undefined) this.remember(key, text, count);
     return count;
   }
 
@@ -185,28 +269,41 @@ export class TokenCounter {
           model,
           texts: group.map((p) => p.item),
         });
-        group.forEach((p, i) => {
-          this.remember(p.model, p.text, counts[i], true);
-          p.resolve(counts[i]);
-        });
+        const checked = checkedCounts(counts, group.length);
+        group.forEach((p, i) => p.resolve(checked[i]));
       } catch (error) {
         group.forEach((p) => p.reject(error));
       }
     }
   }
 
-  private remember(model: string, text: string, count: number, fresh: boolean): void {
-    let counts = this.memo.get(model);
+  /** A count the sidecar gave: kept in memory, and saved as public text (a tool string) or hashed. */
+  private learned(key: string, text: string, count: number, isPublic: boolean): void {
+    this.remember(key, text, count);
+    if (text.length > PERSIST_LIMIT) return; // hashing it would cost more than counting it again
+    const entry = keyOf(key, text);
+    if (isPublic) this.save(this.plain, entry, count);
+    else this.save(this.hashed, hash(entry), count);
+  }
+
+  /** Bounded like the memo: the oldest entries go first (a Map keeps insertion order). */
+  private save(saved: Map<string, number>, entry: string, count: number, fresh = true): void {
+    if (saved.size >= this.capacity && !saved.has(entry)) saved.delete(saved.keys().next().value as string);
+    saved.set(entry, count);
+    this.dirty ||= fresh;
+  }
+
+  private remember(key: string, text: string, count: number): void {
+    let counts = this.memo.get(key);
     if (!counts) {
-      this.memo.set(model, (counts = new Map<string, number>()));
-      if (model === this.lastModel) this.lastCounts = counts;
+      this.memo.set(key, (counts = new Map<string, number>()));
+      if (key === this.lastKey) this.lastCounts = counts;
     }
     if (!counts.has(text)) {
       if (this.entries >= this.capacity) this.forgetOldest();
       this.entries++;
     }
     counts.set(text, count);
-    this.dirty ||= fresh;
   }
 
   private forgetOldest(): void {
@@ -219,6 +316,14 @@ export class TokenCounter {
       }
     }
   }
+}
+
+/** The sidecar's counts, checked: one non-negative integer per text asked (bytes from another process). */
+function checkedCounts(counts: unknown, expected: number): number[] {
+  if (!Array.isArray(counts) || counts.length !== expected || !counts.every((c) => Number.isSafeInteger(c) && (c as number) >= 0)) {
+    throw new Error(`gateway/countTokens answered ${expected} texts with something other than ${expected} counts`);
+  }
+  return counts as number[];
 }
 
 /** A long text cut where no o200k or cl100k token can span the cut, so the slices' counts add up
@@ -260,11 +365,6 @@ function textOf(item: string | MessageIn): string {
   return typeof item === 'string' ? item : `\u0001${JSON.stringify(item)}`;
 }
 
-/** `then` for a count known now or later: a known one resolves at once, without a promise chain. */
-function settle(exact: number | Promise<number>, then: (count: number) => number): Promise<number> {
-  return typeof exact === 'number' ? Promise.resolve(then(exact)) : exact.then(then);
-}
-
 function keyOf(model: string, text: string): string {
   return `${model}\u0000${text}`;
 }
@@ -284,23 +384,64 @@ function groupByModel(batch: Pending[]): Map<string, Pending[]> {
 
 /** The strings Copilot asks counts for when it budgets tools, in the order it asks: every key and
  * truthy string value of `{name, description, parameters}`, walked recursively (array indices are
- * keys too), as Copilot Chat's ExtensionContributedChatTokenizer walks them. */
+ * keys too; an empty key is never asked), as Copilot Chat's ExtensionContributedChatTokenizer walks
+ * them. */
 export interface ToolInfo {
   name: string;
   description: string;
   inputSchema?: object | undefined;
 }
 
-export function toolStrings(tools: readonly ToolInfo[]): string[] {
+/** How much of the tools a walk takes. A tool's schema comes from any extension or MCP server: what
+ * lies past these bounds is not prefetched, only counted if Copilot asks for it. */
+export interface WalkLimits {
+  /** Strings and characters in all. */
+  strings: number;
+  chars: number;
+  /** Strings and characters of one tool: one huge schema does not crowd out the others. */
+  toolStrings: number;
+  toolChars: number;
+  depth: number;
+  /** A longer string is left out (it costs a request of its own whenever it is asked). */
+  longest: number;
+}
+
+const UNBOUNDED: WalkLimits = { strings: Infinity, chars: Infinity, toolStrings: Infinity, toolChars: Infinity, depth: Infinity, longest: Infinity };
+
+export function toolStrings(tools: readonly ToolInfo[], limits: WalkLimits = UNBOUNDED): string[] {
   const out: string[] = [];
-  const walk = (object: object): void => {
-    for (const [key, value] of Object.entries(object)) {
-      if (!value) continue;
-      out.push(key);
-      if (typeof value === 'string') out.push(value);
-      else if (typeof value === 'object') walk(value as object);
-    }
+  let chars = 0;
+  let toolStart = 0;
+  let toolChars = 0;
+  const take = (text: string): boolean => {
+    if (text.length > limits.longest) return true;
+    if (out.length - toolStart >= limits.toolStrings || toolChars + text.length > limits.toolChars) return false;
+    if (out.length >= limits.strings || chars + text.length > limits.chars) return false;
+    out.push(text);
+    chars += text.length;
+    toolChars += text.length;
+    return true;
   };
-  for (const tool of tools) walk({ name: tool.name, description: tool.description, parameters: tool.inputSchema });
+  // False once a limit is reached: the walk of this tool ends there.
+  const walk = (object: object, depth: number): boolean => {
+    if (depth > limits.depth) return true;
+    for (const key of Object.keys(object)) {
+      const value: unknown = (object as Record<string, unknown>)[key];
+      if (!value) continue;
+      if (key && !take(key)) return false;
+      if (typeof value === 'string' ? !take(value) : typeof value === 'object' && !walk(value, depth + 1)) return false;
+    }
+    return true;
+  };
+  for (const tool of tools) {
+    if (out.length >= limits.strings || chars >= limits.chars) break;
+    toolStart = out.length;
+    toolChars = 0;
+    try {
+      walk({ name: tool.name, description: tool.description, parameters: tool.inputSchema }, 0);
+    } catch {
+      // A schema that cannot be walked (a getter or proxy that throws): its strings are counted if asked.
+    }
+  }
   return out;
 }

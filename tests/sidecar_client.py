@@ -43,7 +43,11 @@ class Sidecar:
             self.logs.append((int(params.type), params.message))
 
     async def start(
-        self, base_url: str, settings: dict[str, Any] | None = None, env: dict[str, str] | None = None
+        self,
+        base_url: str,
+        settings: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+        load_tokenizer: bool = True,
     ) -> None:
         await self.client.start_io(sys.executable, "-m", "gateway_lm", "serve", env={**os.environ, **(env or {})})
         await self.client.initialize_async(
@@ -54,7 +58,8 @@ class Sidecar:
         )
         self.client.initialized(types.InitializedParams())
         # As Copilot does before its first chat: the first count waits for the tokenizer to load.
-        await self.request("gateway/countTokens", {"model": "openai/gpt-5", "texts": [""]})
+        if load_tokenizer:
+            await self.request("gateway/countTokens", {"model": "openai/gpt-5", "texts": [""]})
 
     async def request(self, method: str, params: Any) -> Any:
         return await self.client.protocol.send_request_async(method, params)

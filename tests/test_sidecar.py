@@ -37,6 +37,8 @@ async def test_models_carry_picker_fields_and_prices(sidecar: Sidecar) -> None:
     assert text["maxInputTokens"] == 200000 - 16384 and text["capabilities"]["toolCalling"] is True
     assert "$3.00 in / $15.00 out per million tokens" in text["tooltip"] and text["detail"] == "200K · $3.00/$15.00"
     assert "does not support tools" in models["fake/plain"]["tooltip"]
+    # The extension shares counts between the models that count with the same encoding.
+    assert {m["tokenizer"] for m in models.values()} == {"o200k_base"}
 
 
 async def test_chat_streams_parts_before_the_result(sidecar: Sidecar, gateway: FakeServer) -> None:
@@ -73,6 +75,44 @@ async def test_count_tokens_for_strings_and_messages(sidecar: Sidecar) -> None:
         "gateway/countTokens", {"model": "openai/gpt-5", "texts": ["hello world", "", USER[0]]}
     )
     assert result["counts"][:2] == [2, 0] and result["counts"][2] > 1
+
+
+async def test_a_background_count_waits_for_the_tokenizer_to_load_on_its_own(gateway: FakeServer) -> None:
+    # The extension's prefetch of tool strings: sent at start, it must not load the tokenizer under
+    # the chat that streams then (the load holds the GIL); the sidecar loads it when the chats end.
+    side = Sidecar()
+    await side.start(gateway.base_url, load_tokenizer=False)
+    try:
+        answered: list[str] = []
+        chat = asyncio.ensure_future(side.request("gateway/chat", chat_params("slow", "fake/paced-60-25")))
+        await asyncio.sleep(0.1)  # the chat is streaming
+        params = {"model": "fake/text", "texts": ["hello world", "name"], "background": True}
+        background = asyncio.ensure_future(side.request("gateway/countTokens", params))
+        chat.add_done_callback(lambda _: answered.append("chat"))
+        background.add_done_callback(lambda _: answered.append("background"))
+        counts = await asyncio.wait_for(background, 20)
+        await asyncio.wait_for(chat, 20)
+        assert answered == ["chat", "background"], "counted under the chat: the tokenizer was loaded for it"
+        assert counts == {"counts": [2, 1]}
+    finally:
+        await side.stop()
+    # Any other count loads the tokenizer at once, and the background counts waiting go with it.
+    side = Sidecar()
+    await side.start(gateway.base_url, load_tokenizer=False)
+    try:
+        answered = []
+        chat = asyncio.ensure_future(side.request("gateway/chat", chat_params("slow2", "fake/paced-80-25")))
+        await asyncio.sleep(0.1)
+        background = asyncio.ensure_future(side.request("gateway/countTokens", params))
+        background.add_done_callback(lambda _: answered.append("background"))
+        chat.add_done_callback(lambda _: answered.append("chat"))
+        await asyncio.sleep(0.1)
+        assert await side.request("gateway/countTokens", {"model": "fake/text", "texts": ["x"]}) == {"counts": [1]}
+        assert (await asyncio.wait_for(background, 20))["counts"] == [2, 1]
+        await asyncio.wait_for(chat, 20)
+        assert answered == ["background", "chat"]
+    finally:
+        await side.stop()
 
 
 async def test_tools_are_withheld_from_models_without_tool_use(sidecar: Sidecar, gateway: FakeServer) -> None:

@@ -3,6 +3,9 @@
 - The tokenizer (~0.35 s, much of it holding the GIL) loads when the first count needs it, or once
   the sidecar has been idle for a moment after start: never under a chat that is streaming, which
   would wait for the GIL behind it.
+- A background batch (the extension's prefetch of tool strings) waits for the tokenizer to load
+  as above, and never loads it itself: a prefetch sent at start does not move the load under a chat.
+  Any other count still loads it at once.
 - Small batches (the usual case: one string or message) are counted inline, which costs less than a
   thread hop. Large ones are counted in a worker thread, piece by piece, so streams keep flowing,
   memory stays bounded and a cancelled count stops within one piece.
@@ -25,6 +28,7 @@ class TokenService:
         self._load: asyncio.Future[Any] | None = None
         self._chats = 0
         self._preload_due = False
+        self._started: asyncio.Event | None = None  # set when the load starts, for background counts
 
     # ---- loading ----
 
@@ -40,6 +44,8 @@ class TokenService:
     def _start_load(self) -> asyncio.Future[Any]:
         if self._load is None:
             self._load = asyncio.ensure_future(asyncio.to_thread(encoding, encoding_name_for("")))
+            if self._started is not None:
+                self._started.set()
         return self._load
 
     def chat_started(self) -> None:
@@ -56,6 +62,14 @@ class TokenService:
         if not load.done():
             await asyncio.shield(load)  # a cancelled count must not cancel the load
 
+    async def loaded(self) -> None:
+        """Until the tokenizer has loaded, without loading it."""
+        if self._load is None:
+            if self._started is None:
+                self._started = asyncio.Event()
+            await self._started.wait()
+        await self.ready()
+
     # ---- counting ----
 
     def count_now(self, model: str, items: list[str | MessageIn]) -> list[int] | None:
@@ -66,8 +80,8 @@ class TokenService:
             return None
         return [_count_item(model, item) for item in items]
 
-    async def count(self, model: str, items: list[str | MessageIn]) -> list[int]:
-        await self.ready()
+    async def count(self, model: str, items: list[str | MessageIn], background: bool = False) -> list[int]:
+        await (self.loaded() if background else self.ready())
         if sum(_size(item) for item in items) <= INLINE_CHARS:
             return [_count_item(model, item) for item in items]
         return [await _count_off_loop(model, item) for item in items]

@@ -52,6 +52,9 @@ class CountParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
     model: Annotated[str, Field(max_length=MAX_MODEL_ID)]
     texts: list[str | MessageIn]
+    # A prefetch (the tool strings, before Copilot asks): counted once the tokenizer has loaded on its
+    # own, never loading it for this (counting.py; rfcs/0004-token-accounting.md).
+    background: bool = False
 
 
 class ConfigureParams(BaseModel):

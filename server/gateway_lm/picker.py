@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .budget import advertised_window
 from .models import ModelInfo
+from .tokens import encoding_name_for
 
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
 
@@ -16,6 +17,9 @@ class ModelEntry(ModelInfo):
     detail: str
     budgetFactor: float  # real tokens per o200k token that budgetInputTokens was computed with
     budgetInputTokens: int  # maxInputTokens / budgetFactor: what VS Code is told as maxInputTokens
+    # The encoding gateway/countTokens counts this model's texts with: the extension keeps one memo
+    # per tokenizer, shared by every model that has it (rfcs/0004-token-accounting.md).
+    tokenizer: str
 
 
 def picker_entry(model: ModelInfo, factor: float = 1.0) -> ModelEntry:
@@ -25,6 +29,7 @@ def picker_entry(model: ModelInfo, factor: float = 1.0) -> ModelEntry:
         detail=detail(model),
         budgetFactor=factor,
         budgetInputTokens=advertised_window(model.maxInputTokens, factor),
+        tokenizer=encoding_name_for(model.id),
     )
 
 

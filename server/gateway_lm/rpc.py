@@ -275,7 +275,7 @@ class Sidecar:
 
     async def count_tokens(self, params: object) -> CountResult:
         request = validated(CountParams, params)
-        return {"counts": await self.tokens.count(request.model, request.texts)}
+        return {"counts": await self.tokens.count(request.model, request.texts, background=request.background)}
 
     def count_tokens_now(self, params: object) -> CountResult | None:
         """`gateway/countTokens` answered in place (stdio.py) when it can be: most of them."""

@@ -17,6 +17,7 @@ import { activate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import type { GatewayChatProvider } from '../../extension/provider';
 import { checkCounts } from '../../extension/saved';
+import { PREFETCH_DELAY_MS, RECHECK_MS } from '../../extension/prefetch';
 
 const MODEL = 'openai/gpt-5';
 const children: ChildProcess[] = [];
@@ -137,6 +138,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     detail: '',
     budgetFactor: 1,
     budgetInputTokens: 900,
+    tokenizer: 'o200k_base',
   };
   const models = [
     { id: 5 },
@@ -191,4 +193,31 @@ test("two windows on one storage folder: each saves its counts, and neither lose
   second.close();
   const saved = await savedCounts(dir, hashed('only the second window counted this'));
   assert.equal(saved[hashed('only the first window counted this')], firstCount, "the first window's count survived the second window's save");
+});
+
+test('activation reads no tools; their strings are counted once the list is served, and again when extensions change', async () => {
+  let reads = 0;
+  const tool = (name: string) => ({ name, description: `The ${name} tool`, inputSchema: { type: 'object', properties: { path: { type: 'string' } } } });
+  const tools = [tool('read_file')];
+  Object.defineProperty(stub.lm, 'tools', { get: () => (reads++, tools.map((t) => ({ ...t }))), configurable: true });
+  const window = await openWindow(storageWith('[]', '{}'));
+  const known = (text: string) => window.provider.tokens.known('fake/text', text) !== undefined;
+  const until = async (what: string, done: () => boolean, deadline: number) => {
+    while (!done()) {
+      if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+  try {
+    assert.equal(reads, 0, 'activation reads no tools');
+    assert.deepEqual(await modelIds(window), FAKE_MODELS);
+    const recheck = Date.now() + PREFETCH_DELAY_MS + RECHECK_MS[0];
+    await until('the tool strings are known', () => known('read_file') && known('The read_file tool'), recheck);
+    tools.push(tool('write_file'));
+    stub.extensionsChanged.fire();
+    await until('the new tool is known, before the first recheck', () => known('The write_file tool'), recheck - 500);
+  } finally {
+    window.close();
+    Object.defineProperty(stub.lm, 'tools', { value: [], writable: true, configurable: true });
+  }
 });

@@ -26,6 +26,7 @@ const model = (id: string): ModelEntry => ({
   detail: '',
   budgetFactor: 1,
   budgetInputTokens: 900,
+  tokenizer: 'o200k_base',
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */

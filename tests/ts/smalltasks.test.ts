@@ -35,6 +35,7 @@ function entry(id: string, input: number | null, output: number | null, toolCall
     maxInputTokens: 900,
     budgetFactor: 1,
     budgetInputTokens: 900,
+    tokenizer: 'o200k_base',
     maxOutputTokens: 100,
     capabilities: { toolCalling, imageInput: false },
     reasoning: false,

@@ -23,6 +23,7 @@ const sonnet: ModelEntry = {
   detail: '',
   budgetFactor: 1,
   budgetInputTokens: 183_616,
+  tokenizer: 'o200k_base',
 };
 const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
   type: 'usage',

@@ -30,6 +30,7 @@ const MODEL: ModelEntry = {
   detail: '',
   budgetFactor: 1,
   budgetInputTokens: 900,
+  tokenizer: 'o200k_base',
 };
 
 const dirs: string[] = [];
@@ -110,6 +111,8 @@ test('model cache: entries of the wrong shape are dropped one by one; duplicates
     { ...MODEL, budgetFactor: NaN },
     { ...MODEL, budgetFactor: 10 },
     { ...MODEL, budgetInputTokens: -1 },
+    { ...MODEL, tokenizer: 5 },
+    { ...MODEL, tokenizer: '../../o200k' },
   ];
   const second = { ...MODEL, id: 'c/d' };
   const { value, dropped } = checkModels([...bad, MODEL, { ...MODEL, name: 'duplicate' }, second]);
@@ -122,6 +125,13 @@ test('models.json saved before the budget unit: its entries are kept, in real to
   const { value, dropped } = checkModels([old]);
   assert.equal(dropped, 0);
   assert.deepEqual(value, [{ ...old, budgetFactor: 1, budgetInputTokens: 700 }]);
+});
+
+test('models.json saved before tokenizer: its entries are kept, with the tokenizer not known', () => {
+  const { tokenizer: _tokenizer, ...old } = MODEL;
+  const { value, dropped } = checkModels([old]);
+  assert.equal(dropped, 0);
+  assert.deepEqual(value, [{ ...old, tokenizer: '' }]);
 });
 
 test('readJson: a missing file is quiet; an unreadable or invalid one is one warning; nothing throws', async () => {

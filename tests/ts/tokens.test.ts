@@ -179,3 +179,26 @@ test("Copilot's walk through the provider: vscode.lm.tools is read on a miss onl
   for (const s of toolStrings(tools)) await provider.provideTokenCount(model, s, token);
   assert.equal(calls.length, before, 'then every string of it is known');
 });
+
+test('counts are shared by the models with the same tokenizer, kept apart across tokenizers, and so saved', async () => {
+  const { rpc, calls } = countingRpc();
+  const counter = new TokenCounter(rpc);
+  const models = [
+    { id: 'vendor/a', tokenizer: 'o200k_base' },
+    { id: 'vendor/b', tokenizer: 'o200k_base' },
+    { id: 'vendor/c', tokenizer: 'cl100k_base' },
+  ];
+  counter.setTokenizers(models);
+  await counter.prefetch('vendor/a', ['read_file']);
+  assert.equal(await counter.count('vendor/a', 'a prompt'), 8);
+  assert.equal(counter.known('vendor/b', 'read_file'), 9);
+  assert.equal(await counter.count('vendor/b', 'a prompt'), 8);
+  assert.equal(calls.length, 2, 'the second model asked nothing');
+  assert.equal(counter.known('vendor/c', 'read_file'), undefined, 'another tokenizer counts apart');
+  const restarted = new TokenCounter(rpc);
+  restarted.setTokenizers(models);
+  restarted.restore(JSON.parse(JSON.stringify(counter.snapshot())));
+  assert.equal(restarted.known('vendor/b', 'read_file'), 9);
+  assert.equal(await restarted.count('vendor/b', 'a prompt'), 8);
+  assert.equal(calls.length, 2, 'and after a restart');
+});

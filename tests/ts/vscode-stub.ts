@@ -176,7 +176,8 @@ export class WebviewPanel {
 }
 export const webviewPanels: WebviewPanel[] = [];
 
-export const extensions = { getExtension: (_id: string): undefined => undefined };
+export const extensionsChanged = new EventEmitter<void>();
+export const extensions = { getExtension: (_id: string): undefined => undefined, onDidChange: extensionsChanged.event };
 
 export class StatusBarItem {
   text = '';
