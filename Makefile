@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
 TS_SOURCES := extension tests/ts bench scripts eslint.config.mjs
 
-.PHONY: install build test test-python test-node test-e2e test-e2e-oldest screenshots lint contract bench clean
+.PHONY: install build test test-python test-node test-e2e test-e2e-oldest screenshots lint contract lock check-lock bench clean
 
 install: build
 	@bash scripts/install-vsix.sh $(VSIX)
@@ -41,6 +41,15 @@ lint: $(VENV)/.ready node_modules/.ready
 	npx tsc -p extension/webview
 	npx eslint --max-warnings 0 $(TS_SOURCES)
 	npx prettier --check --log-level warn $(TS_SOURCES)
+
+# requirements.lock's hashes: every wheel the index has for each pin (scripts/lock.mjs). `make lock`
+# after changing a pin; `make check-lock` (in `make test`) fails when a hash is not the index's or a
+# platform of scripts/platforms.json has no wheel for a pin. Both read the index's lists only.
+lock: $(VENV)/.ready
+	PYTHON=$(PY) node scripts/lock.mjs write
+
+check-lock: $(VENV)/.ready
+	PYTHON=$(PY) node scripts/lock.mjs check
 
 # extension/contract.ts: the extension's types of the RPC seam, generated from the sidecar's models.
 contract: $(VENV)/.ready node_modules/.ready
@@ -81,8 +90,8 @@ screenshots: build
 # (scripts/within-budget.sh), so a step that hangs is stopped and named ("step test-e2e ran past its
 # budget of 1500 s") instead of eating CI's 90 minutes. The budgets allow for a cold machine (lint
 # sets up the venv and node_modules; each e2e step sets up its code-server, ~10 and ~7 min cold) and
-# add up to 77 minutes.
-TEST_STEPS := lint:600 test-python:1080 test-e2e:1500 test-e2e-oldest:960 test-node:480
+# add up to 79 minutes (check-lock reads the package index's lists: 2 minutes).
+TEST_STEPS := lint:600 check-lock:120 test-python:1080 test-e2e:1500 test-e2e-oldest:960 test-node:480
 
 test:
 	@for step in $(TEST_STEPS); do \
