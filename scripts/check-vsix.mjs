@@ -104,7 +104,7 @@ export function checkVsix(file, target) {
   for (const module of ['tiktoken/_tiktoken', 'pydantic_core/_pydantic_core', 'regex/_regex']) {
     if (!entries.some((e) => e.name.startsWith(`${site}${module}.`) && /\.(so|pyd)$/.test(e.name))) problems.push(`no compiled ${module} in ${site}`);
   }
-  if (!layoutOnly && !windows && !(byName.get(python)?.mode & 0o111)) problems.push(`${python} is not executable in the zip`);
+  if (!layoutOnly && !windows && byName.has(python) && !(byName.get(python).mode & 0o111)) problems.push(`${python} is not executable in the zip`);
 
   const binaries = [];
   for (const entry of entries) {
