@@ -12,6 +12,7 @@ import { activate, median, ROOT, storageDir, vscode } from './host.mjs';
 export const PLATFORM_VSIX = path.join(ROOT, 'vsix/ai-gateway-lm-linux-x64.vsix');
 export const UNIVERSAL_VSIX = path.join(ROOT, 'ai-gateway-lm.vsix');
 const RUNS = 3;
+const WARM_RUNS = 7;
 
 /** The VSIX's extension/ folder, unpacked as VS Code unpacks it (file modes kept). */
 function unpack(vsix) {
@@ -45,17 +46,21 @@ export async function firstStartRows(gateway) {
     const bundled = unpack(PLATFORM_VSIX);
     const universal = unpack(UNIVERSAL_VSIX);
     const firstBundled = [];
-    const warmBundled = [];
+    const bundledStorage = [];
     for (let i = 0; i < RUNS; i++) {
-      const storage = storageDir();
-      firstBundled.push(await timedStart(storage, gateway, bundled));
-      warmBundled.push(await timedStart(storage, gateway, bundled));
+      bundledStorage.push(storageDir());
+      firstBundled.push(await timedStart(bundledStorage[i], gateway, bundled));
     }
-    // Today's path is a pip install: one first start (it is tens of seconds), then warm starts.
-    const storage = storageDir();
-    const firstVenv = await timedStart(storage, gateway, universal);
+    // Today's path is a pip install: one first start (it is tens of seconds).
+    const venvStorage = storageDir();
+    const firstVenv = await timedStart(venvStorage, gateway, universal);
+    // Warm starts taken in turns, so a busy moment of this shared machine weighs on both alike.
+    const warmBundled = [];
     const warmVenv = [];
-    for (let i = 0; i < RUNS; i++) warmVenv.push(await timedStart(storage, gateway, universal));
+    for (let i = 0; i < WARM_RUNS; i++) {
+      warmBundled.push(await timedStart(bundledStorage[i % RUNS], gateway, bundled));
+      warmVenv.push(await timedStart(venvStorage, gateway, universal));
+    }
     const [first, warm, warmToday] = [median(firstBundled), median(warmBundled), median(warmVenv)];
     const size = fs.statSync(PLATFORM_VSIX).size / 1e6;
     return [
@@ -66,7 +71,7 @@ export async function firstStartRows(gateway) {
         ok: first <= 3000,
       },
       {
-        metric: `warm start: bundled runtime vs today's venv (median of ${RUNS} each)`,
+        metric: `warm start: bundled runtime vs today's venv (median of ${WARM_RUNS} each, in turns)`,
         value: `${(warm / 1000).toFixed(2)} vs ${(warmToday / 1000).toFixed(2)} s (${(warm / warmToday).toFixed(2)}×)`,
         target: 'no slower (≤ 1.1×)',
         ok: warm <= warmToday * 1.1,

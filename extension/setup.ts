@@ -58,7 +58,10 @@ export async function sidecarPython(context: vscode.ExtensionContext, log: vscod
   const chosen = chosenPython();
   if (!chosen) {
     const bundled = await bundledRuntime(context.extensionPath);
-    if (bundled) return bundled;
+    if (bundled) {
+      log.info(`sidecar: the Python this VSIX carries (${bundled.command})`);
+      return bundled;
+    }
   }
   const version = (context.extension.packageJSON as { version: string }).version;
   const envDir = path.join(context.globalStorageUri.fsPath, `sidecar-${version}`);
