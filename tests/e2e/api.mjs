@@ -105,7 +105,8 @@ try {
     // Nothing but the VSIX's runtime may have run: no interpreter the host found, no setup.
     const others = fs.readFileSync(process.env.AI_GATEWAY_LM_FORBIDDEN_LOG, 'utf8').trim();
     const setup = filesContaining(path.join(dirs.ud, 'logs'), 'setup: ');
-    console.log(`[api-test] interpreters outside the VSIX that ran: ${others ? others.split('\n').join('; ') : 'none'}; setup run: ${setup.length ? setup.join(', ') : 'no'}`);
+    const ran = [...new Set(others.split('\n').filter(Boolean).map((line) => line.split(' ')[0]))];
+    console.log(`[api-test] interpreters outside the VSIX that ran: ${ran.length ? `${ran.join(', ')} (${others.split('\n').length} runs)` : 'none'}; setup run: ${setup.length ? setup.join(', ') : 'no'}`);
     if ((others || setup.length) && code === 0) code = 1;
   }
   if (code !== 0) {
