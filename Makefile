@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
 TS_SOURCES := extension tests/ts bench scripts eslint.config.mjs
 
-.PHONY: install build test test-python test-node test-e2e test-e2e-oldest test-e2e-bundled screenshots lint contract lock check-lock vsix-platforms vsix-standin bench clean
+.PHONY: install build test test-python test-node test-e2e test-e2e-oldest test-e2e-bundled test-e2e-firststart screenshots lint contract lock check-lock vsix-platforms vsix-standin bench clean
 
 install: build
 	@bash scripts/install-vsix.sh $(VSIX)
@@ -107,6 +107,13 @@ test-e2e-oldest: build
 test-e2e-bundled: build build/standin-runtime.ready
 	PYTHON=$(PY) node scripts/package.mjs --target linux-x64 --runtime $(or $(RUNTIME_linux_x64),build/standin-runtime) --out vsix/ai-gateway-lm-linux-x64.vsix
 	node tests/e2e/bundled.mjs vsix/ai-gateway-lm-linux-x64.vsix
+
+# The untargeted VSIX's first start in the real workbench, with screenshots: offline (loopback-only
+# network: the message, Retry, shown once) and with only a Python 3.9 on PATH (the message, Choose
+# Interpreter, a good Python typed into the file dialog, the models listed without a reload). Root.
+test-e2e-firststart: build
+	node tests/e2e/firststart-ui.mjs offline
+	node tests/e2e/firststart-ui.mjs old-python
 
 # Regenerates the README's screenshots from a UI run.
 screenshots: build
