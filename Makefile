@@ -7,17 +7,41 @@ PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
 TS_SOURCES := extension tests/ts bench scripts eslint.config.mjs
 
-.PHONY: install build test test-python test-node test-e2e test-e2e-oldest screenshots lint contract bench clean
+.PHONY: install build test test-python test-node test-e2e test-e2e-oldest test-e2e-bundled test-e2e-firststart screenshots lint contract lock check-lock vsix-platforms vsix-standin bench clean
 
 install: build
 	@bash scripts/install-vsix.sh $(VSIX)
 
+# The VSIX for every platform: it sets up the sidecar's Python on first start (RFC 0001, "Shipping
+# Python"). Release settings, documented in the README: PUBLISHER (the Marketplace publisher id) and
+# REPOSITORY (the public repository's URL); unset, package.json's.
 build: $(VENV)/.ready node_modules/.ready
 	rm -rf python dist $(VSIX)
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir python .
 	cp requirements.lock python/requirements.txt
 	node extension/build.mjs
-	npx vsce package --no-dependencies --allow-missing-repository --no-rewrite-relative-links --out $(VSIX)
+	PYTHON=$(PY) node scripts/package.mjs --out $(VSIX)
+
+# A VSIX per platform, each carrying its own Python (RFC 0001, "Shipping Python"), into vsix/, each
+# checked by scripts/check-vsix.mjs. Not part of `make install` or `make test`. A target's runtime is
+# the pinned download (scripts/platforms.json), or RUNTIME_<target>=DIR (RUNTIME_linux_x64=…);
+# NO_RUNTIME=1 packs the others without one, to check their layout where the download is not
+# reachable. `make vsix-standin` makes a linux-x64 runtime from this machine's CPython 3.13.
+TARGETS := linux-x64 linux-arm64 alpine-x64 alpine-arm64 darwin-x64 darwin-arm64 win32-x64 win32-arm64
+vsix-platforms: build
+	@command -v aarch64-linux-gnu-strip >/dev/null || apt-get install -y -q binutils-aarch64-linux-gnu >/dev/null  # strips the arm64 wheels' debug symbols
+	@mkdir -p vsix
+	@for t in $(TARGETS); do \
+	  runtime=$$(printenv "RUNTIME_$$(echo $$t | tr - _)" || true); \
+	  PYTHON=$(PY) node scripts/package.mjs --target $$t $${runtime:+--runtime $$runtime} $${NO_RUNTIME:+--no-runtime} --out vsix/ai-gateway-lm-$$t.vsix && \
+	  node scripts/check-vsix.mjs vsix/ai-gateway-lm-$$t.vsix $$t || exit 1; \
+	done
+
+STANDIN ?= $(HOME)/.pyenv/versions/3.13.0
+vsix-standin: build/standin-runtime.ready
+build/standin-runtime.ready: scripts/standin-runtime.sh
+	bash scripts/standin-runtime.sh $(STANDIN) build/standin-runtime
+	touch $@
 
 $(VENV)/.ready: requirements-dev.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +65,15 @@ lint: $(VENV)/.ready node_modules/.ready
 	npx tsc -p extension/webview
 	npx eslint --max-warnings 0 $(TS_SOURCES)
 	npx prettier --check --log-level warn $(TS_SOURCES)
+
+# requirements.lock's hashes: every wheel the index has for each pin (scripts/lock.mjs). `make lock`
+# after changing a pin; `make check-lock` (in `make test`) fails when a hash is not the index's or a
+# platform of scripts/platforms.json has no wheel for a pin. Both read the index's lists only.
+lock: $(VENV)/.ready
+	PYTHON=$(PY) node scripts/lock.mjs write
+
+check-lock: $(VENV)/.ready
+	PYTHON=$(PY) node scripts/lock.mjs check
 
 # extension/contract.ts: the extension's types of the RPC seam, generated from the sidecar's models.
 contract: $(VENV)/.ready node_modules/.ready
@@ -68,6 +101,20 @@ test-e2e: build
 test-e2e-oldest: build
 	AI_GATEWAY_LM_HOST=oldest node tests/e2e/api.mjs
 
+# The linux-x64 platform VSIX (runtime: RUNTIME_linux_x64, else this machine's stand-in) in the real
+# host with no Python the host can find and loopback-only networking (tests/e2e/bundled.mjs). Needs
+# root (private mount and network namespaces). Not part of `make test`: it packs a 25 MB VSIX.
+test-e2e-bundled: build build/standin-runtime.ready
+	PYTHON=$(PY) node scripts/package.mjs --target linux-x64 --runtime $(or $(RUNTIME_linux_x64),build/standin-runtime) --out vsix/ai-gateway-lm-linux-x64.vsix
+	node tests/e2e/bundled.mjs vsix/ai-gateway-lm-linux-x64.vsix
+
+# The untargeted VSIX's first start in the real workbench, with screenshots: offline (loopback-only
+# network: the message, Retry, shown once) and with only a Python 3.9 on PATH (the message, Choose
+# Interpreter, a good Python typed into the file dialog, the models listed without a reload). Root.
+test-e2e-firststart: build
+	node tests/e2e/firststart-ui.mjs offline
+	node tests/e2e/firststart-ui.mjs old-python
+
 # Regenerates the README's screenshots from a UI run.
 screenshots: build
 	node tests/e2e/ui.mjs
@@ -81,8 +128,8 @@ screenshots: build
 # (scripts/within-budget.sh), so a step that hangs is stopped and named ("step test-e2e ran past its
 # budget of 1500 s") instead of eating CI's 90 minutes. The budgets allow for a cold machine (lint
 # sets up the venv and node_modules; each e2e step sets up its code-server, ~10 and ~7 min cold) and
-# add up to 77 minutes.
-TEST_STEPS := lint:600 test-python:1080 test-e2e:1500 test-e2e-oldest:960 test-node:480
+# add up to 79 minutes (check-lock reads the package index's lists: 2 minutes).
+TEST_STEPS := lint:600 check-lock:120 test-python:1080 test-e2e:1500 test-e2e-oldest:960 test-node:480
 
 test:
 	@for step in $(TEST_STEPS); do \
@@ -90,10 +137,12 @@ test:
 	done
 
 # Not part of `make test`: prints the benchmark table (rfcs/0005-performance.md explains it).
-bench: $(VENV)/.ready node_modules/.ready
-	node extension/build.mjs
+# Its first-start rows run the VSIXs as users get them: the untargeted one and linux-x64's, whose
+# runtime is RUNTIME_linux_x64, else this machine's stand-in (make vsix-standin).
+bench: build build/standin-runtime.ready
+	PYTHON=$(PY) node scripts/package.mjs --target linux-x64 --runtime $(or $(RUNTIME_linux_x64),build/standin-runtime) --out vsix/ai-gateway-lm-linux-x64.vsix
 	rm -rf out && npx tsc -p tests/ts
 	node bench/bench.mjs
 
 clean:
-	rm -rf $(VENV) node_modules out dist python $(VSIX)
+	rm -rf $(VENV) node_modules out dist python vsix $(VSIX)

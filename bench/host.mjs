@@ -54,8 +54,9 @@ export function storageDir() {
 }
 
 /** activate() of the shipped bundle, as VS Code runs it, with `settings` over the bench's; returns
- * the provider it registered. */
-export async function activate(dir, gateway, settings = {}) {
+ * the provider it registered. The extension's folder is the repository (the sidecar from the
+ * development venv), or an unpacked VSIX (bench/firststart.mjs). */
+export async function activate(dir, gateway, settings = {}, { extensionPath = ROOT, version = 'bench' } = {}) {
   vscode.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
   vscode.settings['vercelAiGateway.maxRetries'] = 0;
   Object.assign(vscode.settings, settings);
@@ -63,8 +64,8 @@ export async function activate(dir, gateway, settings = {}) {
   const context = {
     subscriptions: [],
     globalStorageUri: { fsPath: dir },
-    extensionPath: ROOT,
-    extension: { packageJSON: { version: 'bench' } },
+    extensionPath,
+    extension: { packageJSON: { version } },
     secrets: {
       get: async (k) => secrets.get(k),
       store: async (k, v) => void secrets.set(k, v),

@@ -19,6 +19,7 @@ export const COMMANDS = {
   useForSmallTasks: `${SECTION}.useForSmallTasks`,
   showCredits: `${SECTION}.showCredits`,
   showUsage: `${SECTION}.showUsage`,
+  chooseInterpreter: `${SECTION}.chooseInterpreter`,
 } as const;
 
 /** The settings, by their names under SECTION. */

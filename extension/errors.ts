@@ -1,6 +1,6 @@
 // Errors are classified once, in the sidecar (ErrorData: {kind, status, retryAfter}); this file renders them.
 import * as vscode from 'vscode';
-import { COMMANDS, settingId } from './config';
+import { COMMANDS } from './config';
 import { ERROR_KINDS, ErrorKind } from './contract';
 import { notify, plain } from './notify';
 
@@ -17,7 +17,10 @@ export interface Button extends vscode.MessageItem {
 export const MANAGE_KEY: Button = { title: 'Manage API Key', command: COMMANDS.manage };
 export const SHOW_LOGS: Button = { title: 'Show Logs', command: COMMANDS.showLogs };
 export const RESTART_SERVER: Button = { title: 'Restart Server', command: COMMANDS.restartServer };
-export const CHOOSE_INTERPRETER: Button = { title: 'Choose Interpreter', command: 'workbench.action.openSettings', args: [settingId('pythonPath')] };
+/** Opens a file picker for a Python executable (extension/setup.ts chooseInterpreter). */
+export const CHOOSE_INTERPRETER: Button = { title: 'Choose Interpreter', command: COMMANDS.chooseInterpreter };
+/** Starts the sidecar again, its setup included (a Python installed, the network back). */
+export const RETRY: Button = { title: 'Retry', command: COMMANDS.restartServer };
 
 export class GatewayChatError extends Error {
   constructor(
@@ -61,6 +64,22 @@ export function fromRpcError(error: unknown): GatewayChatError {
 
 function isErrorKind(kind: string): kind is ErrorKind {
   return (ERROR_KINDS as readonly string[]).includes(kind);
+}
+
+const shown = new Set<string>();
+
+/** Shows an error once per window: a failure met again without the user doing anything (VS Code asks
+ * for the model list again and again, each ask starts the sidecar again) is in the log and in the
+ * chat, not in another notification. What the user does to retry (a button, a command, a setting)
+ * calls forgetShown, so its outcome is shown. */
+export function showOnce(message: string, ...buttons: Button[]): void {
+  if (shown.has(message)) return;
+  shown.add(message);
+  showError(message, ...buttons);
+}
+
+export function forgetShown(): void {
+  shown.clear();
 }
 
 /** Shows an error with its buttons, without blocking the caller (a chat throws it, too). */

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { COMMANDS, NETWORK_SECTION, NETWORK_SETTINGS, SECTION, setting, settingId, VENDOR } from './config';
 import { Credits } from './credits';
+import { forgetShown } from './errors';
 import { askToSend } from './guard';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
@@ -11,6 +12,7 @@ import { notify } from './notify';
 import { tellWorkspaceCostly } from './overrides';
 import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
+import { chooseInterpreter } from './setup';
 import { redacting, SidecarConnection, sidecarSecrets } from './sidecar';
 import { SmallTasks } from './smalltasks';
 import { UsageStatus } from './status';
@@ -65,6 +67,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const saveCounts = () =>
     saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
   const saver = setInterval(() => void saveCounts(), 10_000);
+  // The user asked for a new start (Retry, Restart Server, another interpreter): its outcome is shown
+  // even when it is the failure shown before, and a model list that failed is fetched again.
+  const restart = async () => {
+    forgetShown();
+    if (await restartServer(sidecar)) await provider.refresh();
+  };
   const tellCostly = () => void tellWorkspaceCostly(context.workspaceState).catch((error: Error) => warn(error.message));
   tellCostly();
 
@@ -82,7 +90,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.useForSmallTasks, () => smallTasks.choose()),
     vscode.commands.registerCommand(COMMANDS.showCredits, () => credits.show()),
     vscode.commands.registerCommand(COMMANDS.showUsage, () => UsagePanel.show(context.extensionUri, sidecar, log)),
-    vscode.commands.registerCommand(COMMANDS.restartServer, () => restartServer(sidecar)),
+    vscode.commands.registerCommand(COMMANDS.restartServer, restart),
+    // A new pythonPath restarts the sidecar below; the same one picked again restarts it here.
+    vscode.commands.registerCommand(COMMANDS.chooseInterpreter, async () => {
+      const before = setting<string>('pythonPath');
+      const chosen = await chooseInterpreter(log);
+      if (chosen !== undefined && chosen === before) await restart();
+    }),
     // attribution.tagWorkspace tags requests with the workspace's name, which a folder change can change.
     vscode.workspace.onDidChangeWorkspaceFolders(() => void sidecar.configure()),
     // Extensions bring tools (VS Code has no event for vscode.lm.tools itself, rfcs/0004).
@@ -90,7 +104,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration((event) => {
       settingSecrets = [...new Set([...settingSecrets, ...sidecarSecrets()])]; // an old one may still be quoted
       if (event.affectsConfiguration(SECTION)) tellCostly();
-      if (event.affectsConfiguration(settingId('pythonPath'))) void restartServer(sidecar);
+      if (event.affectsConfiguration(settingId('pythonPath'))) void restart();
       else if (event.affectsConfiguration(SECTION) || NETWORK_SETTINGS.some((name) => event.affectsConfiguration(`${NETWORK_SECTION}.${name}`)))
         void sidecar.configure().then(() => provider.refresh());
     }),
@@ -101,12 +115,13 @@ export function deactivate(): void {}
 
 /** A restart the user sees: progress while the new sidecar starts (up to its start bound), then
  * that it restarted, or the failure's one error notification (shown by the connection). */
-async function restartServer(sidecar: SidecarConnection): Promise<void> {
+async function restartServer(sidecar: SidecarConnection): Promise<boolean> {
   const title = 'Vercel AI Gateway: restarting the sidecar…';
   const restarted = await Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, () => sidecar.restart())).catch(
     () => false,
   );
   if (restarted) void notify('info', 'Vercel AI Gateway: the sidecar restarted.');
+  return restarted;
 }
 
 async function loadModels(file: string, log: vscode.LogOutputChannel): Promise<ModelEntry[]> {

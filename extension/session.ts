@@ -30,6 +30,8 @@ import type { Method, Params, Result } from './rpc';
 
 export interface SessionOptions {
   python: string;
+  /** Before `-m gateway_lm serve`: the isolation flags (extension/setup.ts ISOLATED). */
+  pythonArgs?: readonly string[];
   clientOptions: LanguageClientOptions;
   /** From spawning to the answer to `initialize`, for the first start and each restart. */
   startTimeoutMs: number;
@@ -235,7 +237,10 @@ export class SidecarSession {
 
   private spawnProcess(): Promise<ChildProcess> {
     // The key never goes on the command line: it travels per request, or in the environment.
-    const child = spawn(this.options.python, ['-m', 'gateway_lm', 'serve'], { env: { ...process.env, PYTHONUTF8: '1' }, windowsHide: true });
+    const child = spawn(this.options.python, [...(this.options.pythonArgs ?? []), '-m', 'gateway_lm', 'serve'], {
+      env: { ...process.env, PYTHONUTF8: '1' },
+      windowsHide: true,
+    });
     this.children.add(child);
     child.once('exit', (code, signal) => {
       this.children.delete(child);

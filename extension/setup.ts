@@ -1,72 +1,352 @@
-// First start: find Python ≥ 3.10, create a private environment in global storage, install the
-// sidecar wheel shipped in the VSIX with its pinned dependencies. Reused until the version changes.
+// The sidecar's Python, on every start. A platform VSIX carries its own (`runtime/`, with the sidecar
+// and its locked packages installed by scripts/package-platform.mjs): used as it is, nothing to set
+// up, no search, no network. Otherwise (the untargeted VSIX, or `pythonPath` set: "use my own
+// Python"): find Python ≥ 3.10, create a private environment in global storage and install the
+// locked, hash-checked binary wheels and the sidecar wheel the VSIX ships. The environment is reused
+// until the extension's version, the chosen interpreter or the interpreter under it changes.
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { networkSetting, setting } from './config';
+import { networkSetting, SECTION, setting, settingId } from './config';
+import { Button, CHOOSE_INTERPRETER, RETRY, showError } from './errors';
 import { plain } from './notify';
 
+/** How the sidecar's Python is run: the interpreter and what goes before `-m gateway_lm serve`. */
+export interface SidecarCommand {
+  command: string;
+  args: string[];
+}
+
+/** Cuts the sidecar's Python off from the user's Python settings: PYTHONPATH, PYTHONHOME, the user
+ * site-packages and the current folder cannot put other packages before the locked ones. `-X utf8`
+ * because `-I` also drops the PYTHONUTF8 the session sets. */
+export const ISOLATED = ['-I', '-X', 'utf8'];
+
+/** A first-start failure, told with what the user can do about it. */
 export class SetupError extends Error {
   constructor(
     message: string,
-    readonly canChooseInterpreter: boolean,
+    readonly buttons: readonly Button[],
+    /** Another interpreter might do (this one has no venv module, or no wheels exist for it). */
+    readonly tryNext = false,
   ) {
     super(message);
+  }
+
+  get canChooseInterpreter(): boolean {
+    return this.buttons.includes(CHOOSE_INTERPRETER);
   }
 }
 
 const MIN_PYTHON: [number, number] = [3, 10];
+/** Versioned names tried on PATH, newest first (RHEL 9 ships 3.11 and 3.12 only under these). */
+const NEWEST_MINOR = 14;
 
-export async function sidecarPython(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<string> {
+/** What the search may not assume about the machine; tests change it to play another platform. */
+export const host = {
+  platform: process.platform,
+  /** Apple's stubs: they run the Command Line Tools' Python when the tools are there, and open the
+   * dialog that installs them when they are not. */
+  macStubs: ['/usr/bin/python3', '/usr/bin/python'],
+  xcodeSelect: '/usr/bin/xcode-select',
+};
+
+export async function sidecarPython(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<SidecarCommand> {
   const override = process.env.AI_GATEWAY_LM_PYTHON; // a Python that already has the sidecar (development, tests)
-  if (override) return override;
+  if (override) return { command: override, args: [] };
+  const chosen = chosenPython();
+  if (!chosen) {
+    const bundled = await bundledRuntime(context.extensionPath);
+    if (bundled) {
+      log.info(`sidecar: the Python this VSIX carries (${bundled.command})`);
+      return bundled;
+    }
+  }
   const version = (context.extension.packageJSON as { version: string }).version;
   const envDir = path.join(context.globalStorageUri.fsPath, `sidecar-${version}`);
-  const python = path.join(envDir, process.platform === 'win32' ? 'Scripts\\python.exe' : 'bin/python');
-  if (await exists(path.join(envDir, '.ready'))) return python;
+  const python = path.join(envDir, host.platform === 'win32' ? 'Scripts\\python.exe' : 'bin/python');
+  if (await reusable(envDir, python, version, chosen, log)) return { command: python, args: ISOLATED };
   await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: 'Vercel AI Gateway: setting up (first start only)' },
     async (progress) => {
-      progress.report({ message: 'finding Python…' });
-      const base = await findInterpreter(log);
-      progress.report({ message: plain(`creating an environment with ${base}…`) }); // the path is a setting's
-      await fs.rm(envDir, { recursive: true, force: true });
-      await run(base, ['-m', 'venv', envDir], log);
-      progress.report({ message: 'installing packages…' });
-      const shipped = path.join(context.extensionPath, 'python');
-      const wheels = (await fs.readdir(shipped)).filter((f) => f.endsWith('.whl')).map((f) => path.join(shipped, f));
-      const pip = ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input'];
-      await run(python, [...pip, '-r', path.join(shipped, 'requirements.txt'), ...wheels], log, pipProxyEnv()).catch((error) => {
-        throw new SetupError(`Installing the sidecar's packages failed: ${(error as Error).message}`, false);
-      });
-      await fs.writeFile(path.join(envDir, '.ready'), version);
+      const report = (message: string) => progress.report({ message: plain(message) }); // paths come from settings and PATH
+      const wheels = await shippedWheels(context.extensionPath);
+      const tooOld: string[] = [];
+      let failure: SetupError | undefined; // the first interpreter's, when every one failed
+      for await (const base of usableInterpreters(chosen, tooOld, log, report)) {
+        try {
+          await build(base, envDir, python, wheels, log, report);
+          await writeReady(envDir, { version, chosen: chosen ?? null, base: base.executable, python: await fs.realpath(python), minor: base.version });
+          return;
+        } catch (error) {
+          await fs.rm(envDir, { recursive: true, force: true }).catch(() => undefined);
+          if (!(error instanceof SetupError) || !error.tryNext || chosen) throw error;
+          failure ??= error;
+        }
+      }
+      throw failure ?? noPython(chosen, tooOld);
     },
   );
   await removeOldEnvironments(context.globalStorageUri.fsPath, envDir);
-  return python;
+  return { command: python, args: ISOLATED };
 }
 
-async function findInterpreter(log: vscode.LogOutputChannel): Promise<string> {
-  const candidates = [setting<string>('pythonPath') || undefined, await pythonExtensionInterpreter(), 'python3', 'python'].filter((c): c is string => !!c);
-  const tooOld: string[] = [];
-  for (const candidate of candidates) {
-    const version = await run(candidate, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], log).catch(() => '');
-    const [major, minor] = version.trim().split('.').map(Number);
-    if (!major) continue;
-    if (major > MIN_PYTHON[0] || (major === MIN_PYTHON[0] && minor >= MIN_PYTHON[1])) return candidate;
-    tooOld.push(`${candidate} is ${version.trim()}`);
+/** The Python of a platform VSIX, if this is one. */
+export async function bundledRuntime(extensionPath: string): Promise<SidecarCommand | undefined> {
+  const python = host.platform === 'win32' ? path.join(extensionPath, 'runtime', 'python.exe') : path.join(extensionPath, 'runtime', 'bin', 'python3');
+  if (!(await exists(python))) return undefined;
+  // A VSIX carries file modes, but an extractor that drops them would leave it unable to run.
+  if (host.platform !== 'win32') await fs.access(python, fs.constants.X_OK).catch(() => fs.chmod(python, 0o755));
+  return { command: python, args: ISOLATED };
+}
+
+function chosenPython(): string | undefined {
+  const value = setting<unknown>('pythonPath');
+  return typeof value === 'string' && value.trim() ? value.trim() : undefined;
+}
+
+interface Candidate {
+  command: string;
+  args: string[];
+  label: string;
+}
+
+interface Interpreter extends Candidate {
+  /** "3.12" */
+  version: string;
+  /** sysconfig's name for it, as pip's error would need it: "linux-x86_64", "win-arm64". */
+  platform: string;
+  /** The interpreter itself (sys.executable), not a launcher or a shim in front of it. */
+  executable: string;
+}
+
+/** The interpreters to build with, in order, each probed only when the one before did not do. */
+async function* usableInterpreters(
+  chosen: string | undefined,
+  tooOld: string[],
+  log: vscode.LogOutputChannel,
+  report: (message: string) => void,
+): AsyncGenerator<Interpreter> {
+  report('finding Python…');
+  const seen = new Set<string>();
+  for (const candidate of chosen ? [{ command: chosen, args: [], label: chosen }] : await candidates()) {
+    const file = await which(candidate.command);
+    if (!file) {
+      if (chosen) tooOld.push(`${chosen} does not exist`);
+      continue;
+    }
+    const real = await fs.realpath(file).catch(() => file);
+    const key = `${real} ${candidate.args.join(' ')}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (await isMacStub(file, real)) {
+      tooOld.push(`${file} was not run (Apple's stub, which would ask to install the Command Line Tools; their Python 3.9 is too old anyway)`);
+      continue;
+    }
+    const probed = await probe({ ...candidate, command: file }, log);
+    if (typeof probed === 'string') {
+      tooOld.push(`${candidate.label} ${probed}`);
+      continue;
+    }
+    yield probed;
   }
-  const found = tooOld.length ? ` Found only: ${tooOld.join(', ')}.` : ' No Python was found.';
-  throw new SetupError(`The Vercel AI Gateway extension needs Python 3.10 or newer.${found}`, true);
+}
+
+async function candidates(): Promise<Candidate[]> {
+  const list: Candidate[] = [];
+  const fromExtension = await pythonExtensionInterpreter();
+  if (fromExtension) list.push({ command: fromExtension, args: [], label: `${fromExtension} (the Python extension's)` });
+  if (host.platform === 'win32') list.push({ command: 'py', args: ['-3'], label: 'py -3' });
+  for (let minor = NEWEST_MINOR; minor >= MIN_PYTHON[1]; minor--) list.push({ command: `python3.${minor}`, args: [], label: `python3.${minor}` });
+  list.push({ command: 'python3', args: [], label: 'python3' }, { command: 'python', args: [], label: 'python' });
+  return list;
+}
+
+// One line any Python since 2.7 can print: version, implementation, platform, free-threading, executable.
+const PROBE =
+  'import sys, sysconfig; print("%d.%d|%s|%s|%d|%s" % (sys.version_info[0], sys.version_info[1], ' +
+  'getattr(getattr(sys, "implementation", None), "name", "cpython"), sysconfig.get_platform(), ' +
+  'bool(sysconfig.get_config_var("Py_GIL_DISABLED")), sys.executable))';
+
+/** The interpreter, or why it cannot be used ("is 3.9"). What it prints is checked, not trusted. */
+async function probe(candidate: Candidate, log: vscode.LogOutputChannel): Promise<Interpreter | string> {
+  let stdout: string;
+  try {
+    ({ stdout } = await run(candidate.command, [...candidate.args, '-E', '-s', '-c', PROBE], log, { timeoutMs: 30_000 }));
+  } catch (error) {
+    return `does not run (${(error as RunError).summary})`;
+  }
+  const line = stdout.trim().split('\n').pop() ?? '';
+  const match = /^(\d{1,2})\.(\d{1,3})\|([a-z]{1,20})\|([\w.-]{1,60})\|([01])\|(.{1,4096})$/.exec(line);
+  if (!match) return 'did not say its version';
+  const [major, minor] = [Number(match[1]), Number(match[2])];
+  const version = `${major}.${minor}`;
+  if (major < MIN_PYTHON[0] || (major === MIN_PYTHON[0] && minor < MIN_PYTHON[1])) return `is ${version}`;
+  if (match[5] === '1') return `is a free-threaded build (${version}t), which the sidecar's packages do not support`;
+  const executable = path.isAbsolute(match[6]) && (await exists(match[6])) ? match[6] : candidate.command;
+  return { ...candidate, version, platform: match[4], executable };
+}
+
+async function isMacStub(file: string, real: string): Promise<boolean> {
+  if (host.platform !== 'darwin' || !(host.macStubs.includes(file) || host.macStubs.includes(real))) return false;
+  // `xcode-select -p` only prints where the tools are; it never opens the dialog.
+  return run(host.xcodeSelect, ['-p'], undefined, { timeoutMs: 10_000 }).then(
+    () => false,
+    () => true,
+  );
 }
 
 async function pythonExtensionInterpreter(): Promise<string | undefined> {
   try {
     const ext = vscode.extensions.getExtension('ms-python.python');
     if (!ext) return undefined;
-    const api = (await ext.activate()) as { environments?: { getActiveEnvironmentPath(): { path: string } } };
-    return api.environments?.getActiveEnvironmentPath().path;
+    const activated = (await Promise.race([ext.activate(), new Promise((resolve) => setTimeout(resolve, 10_000, undefined))])) as
+      { environments?: { getActiveEnvironmentPath(): { path: string } } } | undefined;
+    const found = activated?.environments?.getActiveEnvironmentPath().path;
+    return typeof found === 'string' && found ? found : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function build(
+  base: Interpreter,
+  envDir: string,
+  python: string,
+  wheels: Shipped,
+  log: vscode.LogOutputChannel,
+  report: (message: string) => void,
+): Promise<void> {
+  report(`creating an environment with ${base.label} (Python ${base.version})…`);
+  await fs.rm(envDir, { recursive: true, force: true });
+  await run(base.command, [...base.args, '-I', '-m', 'venv', envDir], log, { timeoutMs: 300_000 }).catch((error: unknown) => {
+    throw venvFailure(base, error as RunError);
+  });
+  report('installing packages…');
+  // Binary wheels only, each checked against the lock's hashes: a platform without a wheel fails in
+  // seconds, rather than building from source (pydantic-core's build would download Rust).
+  const pip = [...ISOLATED, '-m', 'pip', 'install', '--disable-pip-version-check', '--no-input'];
+  await run(python, [...pip, '--only-binary=:all:', '--require-hashes', '-r', wheels.requirements], log, { env: pipProxyEnv(), timeoutMs: 600_000 }).catch(
+    (error: unknown) => {
+      throw pipFailure(base, error as RunError);
+    },
+  );
+  // The sidecar's own wheel comes from the VSIX, so it is not in the hashed lock.
+  await run(python, [...pip, '--no-deps', '--no-index', ...wheels.sidecar], log, { timeoutMs: 120_000 }).catch((error: unknown) => {
+    throw new SetupError(`Installing the sidecar into its environment failed: ${(error as RunError).summary}`, [RETRY]);
+  });
+}
+
+interface Shipped {
+  requirements: string;
+  sidecar: string[];
+}
+
+async function shippedWheels(extensionPath: string): Promise<Shipped> {
+  const shipped = path.join(extensionPath, 'python');
+  const sidecar = (await fs.readdir(shipped).catch(() => [] as string[])).filter((f) => f.endsWith('.whl')).map((f) => path.join(shipped, f));
+  if (!sidecar.length) throw new SetupError(`This copy of the extension is incomplete: ${shipped} holds no sidecar wheel. Reinstall the extension.`, []);
+  return { requirements: path.join(shipped, 'requirements.txt'), sidecar };
+}
+
+function noPython(chosen: string | undefined, tooOld: string[]): SetupError {
+  if (chosen) {
+    return new SetupError(
+      `The Python in ${settingId('pythonPath')} cannot run the sidecar: ${tooOld.join('; ') || `${chosen} does not exist`}. It needs Python 3.10 or newer: choose another, or clear the setting.`,
+      [CHOOSE_INTERPRETER],
+    );
+  }
+  const found = tooOld.length ? ` Found only: ${tooOld.join(', ')}.` : ' No Python was found.';
+  return new SetupError(`The Vercel AI Gateway extension needs Python 3.10 or newer.${found} ${installHint()}`, [CHOOSE_INTERPRETER, RETRY]);
+}
+
+function installHint(): string {
+  const then = 'then Retry, or use Choose Interpreter to pick its executable.';
+  if (host.platform === 'darwin') return `Install Python from python.org or with Homebrew (brew install python), ${then}`;
+  if (host.platform === 'win32') return `Install Python from python.org or the Microsoft Store, ${then}`;
+  return `Install Python 3.10 or newer with your package manager (for example python3.12), ${then}`;
+}
+
+function venvFailure(base: Interpreter, error: RunError): SetupError {
+  const with_ = `with ${base.label} (Python ${base.version})`;
+  // Debian and Ubuntu split venv (and the pip it bootstraps) out of python3; their hint goes to stdout.
+  const apt = /apt(?:-get)? install (python3(?:\.\d+)?-venv)\b/.exec(error.output);
+  if (apt) {
+    return new SetupError(
+      `Could not create the sidecar's Python environment ${with_}: its venv module is not installed. Install it (sudo apt install ${apt[1]}), then Retry, or choose another interpreter.`,
+      [CHOOSE_INTERPRETER, RETRY],
+      true,
+    );
+  }
+  return new SetupError(`Could not create the sidecar's Python environment ${with_}: ${error.summary}`, [CHOOSE_INTERPRETER, RETRY], true);
+}
+
+/** pip ends with "No matching distribution found" whatever went wrong; the cause is earlier in its
+ * output. Exported for tests. */
+export function pipFailure(base: Interpreter | { version: string; platform: string }, error: RunError): SetupError {
+  const out = error.output;
+  const index = indexHost(out);
+  const unreachable = (why: string, next: string) =>
+    new SetupError(`Could not reach the Python package index${index ? ` (${index})` : ''} to install the sidecar's packages: ${why}. ${next}`, [RETRY]);
+  const proxy = /Tunnel connection failed: ([^'")\]\n]{1,80})/.exec(out)?.[1] ?? /ProxyError\(['"]([^'"]{1,80})/.exec(out)?.[1];
+  if (proxy)
+    return unreachable(
+      `the proxy refused (${proxy.trim()})`,
+      "Check VS Code's http.proxy setting (pip uses it) or ask for the index to be allowed, then Retry.",
+    );
+  const cert =
+    /certificate verify failed: ([^'")(\]\n]{1,100})/.exec(out)?.[1] ??
+    (/CERTIFICATE_VERIFY_FAILED|SSLCertVerificationError/.test(out) ? 'certificate verify failed' : undefined);
+  if (cert)
+    return unreachable(
+      `its certificate is not trusted (${cert.trim()})`,
+      "A network that inspects TLS needs its CA certificate in the system's trusted certificates or in pip's configuration (cert); then Retry.",
+    );
+  if (
+    /Temporary failure in name resolution|Name or service not known|nodename nor servname|getaddrinfo failed|No address associated with hostname|Failed to resolve/.test(
+      out,
+    )
+  )
+    return unreachable('its name could not be resolved (no network, or no DNS)', 'Connect to a network that reaches it, then Retry.');
+  const connection =
+    /(Network is unreachable|Connection refused|No route to host|Connection reset by peer|timed out|ConnectTimeoutError|ReadTimeoutError)/.exec(out);
+  if (connection) return unreachable(`the connection failed (${connection[1]})`, 'Connect to a network that reaches it, then Retry.');
+  if (/THESE PACKAGES DO NOT MATCH THE HASHES/.test(out)) {
+    const which_ = /^\s+(\S+==\S+) from /m.exec(out);
+    return new SetupError(
+      `A package downloaded for the sidecar${which_ ? ` (${which_[1]})` : ''} does not match the hash in the extension's lock: the index or a proxy served other bytes than PyPI's. Nothing was installed.`,
+      [RETRY],
+    );
+  }
+  const missing = /Could not find a version that satisfies the requirement (\S{1,100}) \(from versions: ([^)]{0,2000})\)/.exec(out);
+  if (missing) {
+    const [requirement, versions] = [missing[1], missing[2].trim()];
+    if (versions && versions !== 'none') {
+      const latest = versions
+        .split(',')
+        .map((v) => v.trim())
+        .slice(-3)
+        .join(', ');
+      return new SetupError(
+        `The Python package index${index ? ` (${index})` : ''} does not have ${requirement} yet (its latest: ${latest}): a mirror or private index that lags PyPI. Retry once it has caught up, or point pip at an index that has it.`,
+        [RETRY],
+      );
+    }
+    return new SetupError(
+      `No prebuilt package of ${requirement} exists for this platform (${base.platform}, Python ${base.version}), and the extension installs prebuilt packages only. Choose a Python for which one exists (CPython 3.10–3.14 on 64-bit Linux, macOS or Windows x64).`,
+      [CHOOSE_INTERPRETER],
+      true,
+    );
+  }
+  return new SetupError(`Installing the sidecar's packages failed: ${error.summary}`, [RETRY]);
+}
+
+/** The index's host as pip named it; never its path or credentials (a private index's URL may hold a token). */
+function indexHost(output: string): string | undefined {
+  const url = /Could not fetch URL (https?:\/\/\S+?):? /.exec(output)?.[1] ?? /Looking in indexes: (https?:\/\/[^\s,]+)/.exec(output)?.[1];
+  try {
+    return url ? new URL(url).host : undefined;
   } catch {
     return undefined;
   }
@@ -84,13 +364,141 @@ export function pipProxyEnv(): NodeJS.ProcessEnv | undefined {
   return env;
 }
 
-function run(command: string, args: string[], log: vscode.LogOutputChannel, env?: NodeJS.ProcessEnv): Promise<string> {
-  log.info(`setup: ${command} ${args.join(' ')}`);
+interface Ready {
+  version: string;
+  /** pythonPath when it was made (null: found by the search). */
+  chosen: string | null;
+  /** The interpreter it was made with. */
+  base: string;
+  /** Where its python led then (a venv's python is a link to the base interpreter). */
+  python: string;
+  /** The base's "3.12": the environment's packages are built for it. */
+  minor: string;
+}
+
+async function writeReady(envDir: string, ready: Ready): Promise<void> {
+  await fs.writeFile(path.join(envDir, '.ready'), JSON.stringify(ready));
+}
+
+/** A finished environment that still runs with what the user chose. An environment whose base
+ * interpreter was removed or replaced by another minor version (Homebrew upgrades Python at any
+ * time) is made again rather than failing every request. */
+async function reusable(envDir: string, python: string, version: string, chosen: string | undefined, log: vscode.LogOutputChannel): Promise<boolean> {
+  const ready = parseReady(await fs.readFile(path.join(envDir, '.ready'), 'utf8').catch(() => undefined));
+  if (!ready || ready.version !== version) return false;
+  if (ready.chosen !== (chosen ?? null)) {
+    log.info(`setup: ${settingId('pythonPath')} changed; the sidecar's environment is made again.`);
+    return false;
+  }
+  const real = await fs.realpath(python).catch(() => undefined);
+  if (real === undefined || !(await exists(ready.base))) {
+    log.warn(`setup: the sidecar's environment no longer runs (${ready.base} is gone); it is made again.`);
+    return false;
+  }
+  if (real === ready.python) return true;
+  // The link leads elsewhere now (an upgrade): still the same minor version? One run tells.
+  const now = await run(python, [...ISOLATED, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], log, { timeoutMs: 30_000 }).catch(() => undefined);
+  if (now?.stdout.trim() === ready.minor) {
+    await writeReady(envDir, { ...ready, python: real }).catch(() => undefined);
+    return true;
+  }
+  log.warn(
+    `setup: the sidecar's environment was made for Python ${ready.minor}, and ${python} is now ${now?.stdout.trim() || 'not runnable'}; it is made again.`,
+  );
+  return false;
+}
+
+function parseReady(text: string | undefined): Ready | undefined {
+  if (!text || text.length > 16_384) return undefined;
+  try {
+    const value = JSON.parse(text) as Partial<Ready>;
+    const strings = [value.version, value.base, value.python, value.minor].every((v) => typeof v === 'string');
+    return strings && (value.chosen === null || typeof value.chosen === 'string') ? (value as Ready) : undefined;
+  } catch {
+    return undefined; // a version before this record: made again
+  }
+}
+
+/** Lets the user pick a Python executable in a file dialog (in a remote window, on the remote
+ * machine), checks it, and saves it as pythonPath. Undefined when nothing usable was picked. */
+export async function chooseInterpreter(log: vscode.LogOutputChannel): Promise<string | undefined> {
+  const current = chosenPython();
+  const picked = await vscode.window.showOpenDialog({
+    canSelectFiles: true,
+    canSelectFolders: false,
+    canSelectMany: false,
+    title: 'Choose a Python 3.10 or newer for Vercel AI Gateway',
+    openLabel: 'Use This Python',
+    defaultUri: current ? vscode.Uri.file(path.dirname(current)) : undefined,
+    filters: host.platform === 'win32' ? { Python: ['exe'] } : undefined,
+  });
+  const file = picked?.[0]?.fsPath;
+  if (!file) return undefined;
+  const probed = await probe({ command: file, args: [], label: file }, log);
+  if (typeof probed === 'string') {
+    showError(`${file} cannot run the sidecar: it ${probed}. It needs Python 3.10 or newer.`, CHOOSE_INTERPRETER);
+    return undefined;
+  }
+  await vscode.workspace.getConfiguration(SECTION).update('pythonPath', file, vscode.ConfigurationTarget.Global);
+  return file;
+}
+
+/** The file a command names: itself when it is a path, else the first match on PATH. Nothing runs
+ * what is not there, so a missing name costs no process. */
+async function which(command: string): Promise<string | undefined> {
+  if (path.isAbsolute(command) || command.includes('/') || command.includes('\\')) return (await isFile(command)) ? command : undefined;
+  const suffixes = host.platform === 'win32' ? ['.exe', ''] : [''];
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    for (const suffix of suffixes) {
+      const file = path.join(dir, command + suffix);
+      if (await isFile(file)) return file;
+    }
+  }
+  return undefined;
+}
+
+async function isFile(file: string): Promise<boolean> {
+  return fs.stat(file).then(
+    (stat) => stat.isFile(),
+    () => false,
+  );
+}
+
+/** A command that failed: `output` is all it printed (pip's and venv's causes are spread over
+ * stdout and stderr), `summary` its last line. */
+export class RunError extends Error {
+  constructor(
+    readonly summary: string,
+    readonly output: string,
+  ) {
+    super(summary);
+  }
+}
+
+function run(
+  command: string,
+  args: string[],
+  log: vscode.LogOutputChannel | undefined,
+  options: { env?: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<{ stdout: string }> {
+  log?.info(`setup: ${command} ${args.join(' ')}`);
   return new Promise((resolve, reject) => {
-    execFile(command, args, { timeout: 600_000, maxBuffer: 16 * 1024 * 1024, env }, (error, stdout, stderr) => {
-      if (stderr.trim()) log.info(stderr.trim());
-      if (error) reject(new Error(stderr.trim().split('\n').pop() || error.message));
-      else resolve(stdout);
+    execFile(command, args, { timeout: options.timeoutMs, maxBuffer: 16 * 1024 * 1024, env: options.env, windowsHide: true }, (error, stdout, stderr) => {
+      const output = `${stdout}\n${stderr}`.trim();
+      if (error) {
+        if (output) log?.info(output);
+        const timedOut = error.killed && error.signal === 'SIGTERM';
+        const last = output
+          .split('\n')
+          .reverse()
+          .find((line) => line.trim())
+          ?.trim();
+        reject(new RunError(timedOut ? `no answer within ${options.timeoutMs / 1000} s` : (last ?? error.message), output));
+      } else {
+        if (stderr.trim()) log?.info(stderr.trim());
+        resolve({ stdout });
+      }
     });
   });
 }

@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { networkSetting, setting } from './config';
 import { SECRET_WORDS, type Calibration, type ConfigureParams, type Settings } from './contract';
-import { CHOOSE_INTERPRETER, GatewayChatError, RESTART_SERVER, SHOW_LOGS, showError } from './errors';
+import { GatewayChatError, RESTART_SERVER, SHOW_LOGS, showError, showOnce } from './errors';
 import { notify } from './notify';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
@@ -209,10 +209,11 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
 
   private async start(): Promise<SidecarSession> {
     const generation = this.generation;
-    const python = await sidecarPython(this.context, this.log);
+    const { command: python, args: pythonArgs } = await sidecarPython(this.context, this.log);
     if (generation !== this.generation) throw new Superseded('The Vercel AI Gateway sidecar was restarted while it started. Try again.', 'sidecar', null);
     const session = new SidecarSession({
       python,
+      pythonArgs,
       clientOptions: {
         // Client messages quote what the process printed, and message tracing prints request
         // params (gateway/chat carries the key): both go through the redacting channel.
@@ -240,7 +241,8 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
   private startFailure(error: unknown): GatewayChatError {
     if (error instanceof Superseded) return error;
     const message = error instanceof Error ? error.message : String(error);
-    if (error instanceof SetupError) showError(message, ...(error.canChooseInterpreter ? [CHOOSE_INTERPRETER] : []), SHOW_LOGS);
+    // A setup failure comes back with every start VS Code asks for: told once per window (errors.showOnce).
+    if (error instanceof SetupError) showOnce(message, ...error.buttons, SHOW_LOGS);
     else showError(message, SHOW_LOGS, RESTART_SERVER);
     this.log.error(message);
     return error instanceof GatewayChatError ? error : new GatewayChatError(message, 'setup', null);

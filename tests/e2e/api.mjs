@@ -5,7 +5,9 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import * as host from './host.mjs';
 
-const name = host.HOST === 'newest' ? 'api' : `${host.HOST}-api`; // screenshots and scratch folders
+// A platform VSIX with its bundled runtime, run by tests/e2e/bundled.mjs where no other Python exists.
+const bundled = process.env.AI_GATEWAY_LM_VSIX;
+const name = bundled ? 'bundled-api' : host.HOST === 'newest' ? 'api' : `${host.HOST}-api`; // screenshots and scratch folders
 // VS Code's proxy setting, honoured by the sidecar (issue 14): every request of this run goes through
 // a forward proxy on loopback that notes what it carried.
 const proxied = [];
@@ -61,7 +63,7 @@ fs.writeFileSync(path.join(dirs.ws, '.vscode', 'settings.json'), JSON.stringify(
 }));
 env.WORKSPACE_TRAP_URL = trapUrl;
 const artifacts = host.ARTIFACTS;
-const vsix = host.VSIX;
+const vsix = bundled ?? host.VSIX;
 // The test extension is the one development extension; the provider is the installed VSIX.
 const devRoot = path.join(dirs.base, 'dev');
 fs.mkdirSync(devRoot);
@@ -99,6 +101,14 @@ try {
   if (viaProxy === 0 && code === 0) code = 1;
   console.log(`[api-test] ${trapped.length} request(s) reached the workspace's baseUrl${trapped.length ? `: ${trapped.join(', ')}` : ''}`);
   if (trapped.length && code === 0) code = 1;
+  if (bundled) {
+    // Nothing but the VSIX's runtime may have run: no interpreter the host found, no setup.
+    const others = fs.readFileSync(process.env.AI_GATEWAY_LM_FORBIDDEN_LOG, 'utf8').trim();
+    const setup = filesContaining(path.join(dirs.ud, 'logs'), 'setup: ');
+    const ran = [...new Set(others.split('\n').filter(Boolean).map((line) => line.split(' ')[0]))];
+    console.log(`[api-test] interpreters outside the VSIX that ran: ${ran.length ? `${ran.join(', ')} (${others.split('\n').length} runs)` : 'none'}; setup run: ${setup.length ? setup.join(', ') : 'no'}`);
+    if ((others || setup.length) && code === 0) code = 1;
+  }
   if (code !== 0) {
     console.log(`API tests failed (${code}); screenshot: ${path.join(artifacts, `${name}-tests.png`)}`);
     await host.printDiagnostics(dirs, gateway);

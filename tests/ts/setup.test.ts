@@ -1,32 +1,57 @@
-// The sidecar's first-start setup against fake interpreters: what a user sees when Python is
-// missing or too old or pip fails, and that a finished setup is reused.
+// The sidecar's first start against fake interpreters (shell scripts that print what real Pythons,
+// venv and pip print: tests/ts/fixtures/setup/), on the machines of issue 21's table: what the user
+// is told, with which way out, and that the way out works without a reload. The last tests run the
+// real sidecar behind a chosen interpreter and from a platform VSIX's bundled runtime.
 import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, afterEach, beforeEach, test } from 'node:test';
+import { after, afterEach, before, beforeEach, test } from 'node:test';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { SetupError, sidecarPython } from '../../extension/setup';
+import { PYTHON, ROOT, startGateway } from './real';
+import { activate } from '../../extension/extension';
+import { forgetShown } from '../../extension/errors';
+import type { GatewayChatProvider } from '../../extension/provider';
+import { host, SetupError, sidecarPython } from '../../extension/setup';
+import { SidecarConnection } from '../../extension/sidecar';
 
+const FIXTURES = path.join(ROOT, 'tests/ts/fixtures/setup');
 const originalPath = process.env.PATH;
+const originalHost = { ...host };
 let base: string;
 let calls: string; // every fake interpreter appends its arguments here
-const log = { info() {}, warn() {}, error() {} } as unknown as vscode.LogOutputChannel;
+const log = new stub.LogOutputChannel() as unknown as vscode.LogOutputChannel;
 
-/** A shell script standing in for a Python: prints `version`, makes venvs of itself, runs `pip`. */
-function fakePython(name: string, version: string, pip = 'exit 0'): string {
+interface Fake {
+  version?: string;
+  platform?: string;
+  /** Runs for `-m venv DIR` after DIR/bin/python is made (a link to the fake, as venv makes it). */
+  venv?: string;
+  pip?: string;
+  /** Runs instead of making DIR/bin/python (a venv that fails). */
+  venvFails?: string;
+}
+
+/** A shell script standing in for a Python: answers the probe, makes venvs of itself, runs `pip`. */
+function fakePython(name: string, fake: Fake = {}): string {
   const file = path.join(base, 'bin', name);
+  const makeVenv = fake.venvFails ?? `mkdir -p "$last/bin" && ln -s "$0" "$last/bin/python" && ln -s "$0" "$last/Scripts\\\\python.exe"; ${fake.venv ?? ''}`;
   fs.writeFileSync(
     file,
     `#!/bin/sh
 PATH=/usr/bin:/bin
 echo "$0 $*" >> "${calls}"
 [ -n "$PIP_PROXY" ] && echo "PIP_PROXY=$PIP_PROXY" >> "${calls}"
-case "$1 $2" in
-  "-c "*) echo ${version} ;;
-  "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
-  "-m pip") ${pip} ;;
+for last; do :; done
+case " $* " in
+  *" -E -s -c "*) echo "${fake.version ?? '3.12'}|cpython|${fake.platform ?? 'linux-x86_64'}|0|$0" ;;
+  *" -c "*) echo ${fake.version ?? '3.12'} ;;
+  *" -m venv "*) ${makeVenv} ;;
+  *" -m pip "*) ${fake.pip ?? 'exit 0'} ;;
 esac
 `,
     { mode: 0o755 },
@@ -34,15 +59,21 @@ esac
   return file;
 }
 
-function context(): vscode.ExtensionContext {
-  const extensionPath = path.join(base, 'extension');
+/** pip failing as it fails in a fixture (all of its output on stderr). */
+const pipPrints = (fixture: string) => `cat "${path.join(FIXTURES, fixture)}" >&2; exit 1`;
+
+function context(extensionPath = path.join(base, 'extension')): vscode.ExtensionContext {
   fs.mkdirSync(path.join(extensionPath, 'python'), { recursive: true });
-  fs.writeFileSync(path.join(extensionPath, 'python', 'requirements.txt'), 'httpx==0.28.1\n');
+  fs.writeFileSync(path.join(extensionPath, 'python', 'requirements.txt'), 'httpx==0.28.1 --hash=sha256:0\n');
   fs.writeFileSync(path.join(extensionPath, 'python', 'ai_gateway_lm-0.1.0-py3-none-any.whl'), '');
   return {
     extension: { packageJSON: { version: '0.1.0' } },
     extensionPath,
     globalStorageUri: { fsPath: path.join(base, 'storage') },
+    subscriptions: [] as { dispose(): unknown }[],
+    secrets: new stub.SecretStorage(),
+    globalState: new stub.Memento(),
+    workspaceState: new stub.Memento(),
   } as unknown as vscode.ExtensionContext;
 }
 
@@ -55,6 +86,10 @@ async function setupError(promise: Promise<unknown>): Promise<SetupError> {
   return error;
 }
 
+const buttons = (error: SetupError) => error.buttons.map((b) => b.title);
+const ran = () => fs.readFileSync(calls, 'utf8');
+const envDir = () => path.join(base, 'storage', 'sidecar-0.1.0');
+
 beforeEach(() => {
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-setup-'));
   calls = path.join(base, 'calls.log');
@@ -63,76 +98,295 @@ beforeEach(() => {
   process.env.PATH = path.join(base, 'bin'); // only the fakes are found
   delete process.env.AI_GATEWAY_LM_PYTHON;
   for (const key of Object.keys(stub.settings)) delete stub.settings[key];
+  stub.shownErrors.length = 0;
+  forgetShown();
 });
 
-afterEach(() => fs.rmSync(base, { recursive: true, force: true }));
+afterEach(() => {
+  Object.assign(host, originalHost);
+  fs.rmSync(base, { recursive: true, force: true });
+});
 
 after(() => (process.env.PATH = originalPath));
 
-test('no Python at all: the error says Python 3.10 or newer is needed and offers to choose one', async () => {
+test('no Python at all: the error says Python 3.10 or newer is needed, how to get one, and offers to choose one or retry', async () => {
   const error = await setupError(sidecarPython(context(), log));
-  assert.match(error.message, /needs Python 3\.10 or newer\. No Python was found\./);
-  assert.equal(error.canChooseInterpreter, true);
+  assert.match(error.message, /needs Python 3\.10 or newer\. No Python was found\. Install Python 3\.10 or newer with your package manager/);
+  assert.deepEqual(buttons(error), ['Choose Interpreter', 'Retry']);
 });
 
 test('only old Pythons: the error names each one with its version', async () => {
-  stub.settings['vercelAiGateway.pythonPath'] = fakePython('python3.8', '3.8');
-  fakePython('python3', '3.9');
+  fakePython('python3', { version: '3.9' });
+  fakePython('python', { version: '2.7' });
   const error = await setupError(sidecarPython(context(), log));
-  assert.match(error.message, /Found only: .*python3\.8 is 3\.8, python3 is 3\.9\./);
+  assert.match(error.message, /Found only: python3 is 3\.9, python is 2\.7\./);
   assert.equal(error.canChooseInterpreter, true);
 });
 
-test("pip failing: the error carries pip's own last line, and the next start tries again", async () => {
-  fakePython('python3', '3.12', 'echo "ERROR: No matching distribution found for httpx==0.28.1" >&2; exit 1');
-  const ctx = context();
-  const error = await setupError(sidecarPython(ctx, log));
-  assert.equal(error.message, "Installing the sidecar's packages failed: ERROR: No matching distribution found for httpx==0.28.1");
-  assert.equal(error.canChooseInterpreter, false);
-  const envDir = path.join(base, 'storage', 'sidecar-0.1.0');
-  assert.equal(fs.existsSync(path.join(envDir, '.ready')), false, 'a failed setup is not marked ready');
-
-  fakePython('python3', '3.12'); // pip works now (say, the network came back)
-  fs.mkdirSync(path.join(base, 'storage', 'sidecar-0.0.9'), { recursive: true }); // an older version's environment
-  const python = await sidecarPython(ctx, log);
-  assert.equal(python, path.join(envDir, 'bin', 'python'));
-  assert.equal(fs.readFileSync(path.join(envDir, '.ready'), 'utf8'), '0.1.0');
-  assert.equal(fs.existsSync(path.join(base, 'storage', 'sidecar-0.0.9')), false, 'old environments are removed');
-  const pipCall = fs.readFileSync(calls, 'utf8').trim().split('\n').at(-1)!;
-  assert.match(pipCall, /-m pip install .*-r .*requirements\.txt .*ai_gateway_lm-0\.1\.0-py3-none-any\.whl$/);
-
-  const before = fs.readFileSync(calls, 'utf8');
-  assert.equal(await sidecarPython(ctx, log), python);
-  assert.equal(fs.readFileSync(calls, 'utf8'), before, 'a finished setup runs nothing on later starts');
+test('RHEL 9: python3 is 3.9, python3.11 and python3.12 are beside it; the newest is used', async () => {
+  fakePython('python3', { version: '3.9' });
+  fakePython('python3.11', { version: '3.11' });
+  const python312 = fakePython('python3.12', { version: '3.12' });
+  const command = await sidecarPython(context(), log);
+  assert.equal(command.command, path.join(envDir(), 'bin', 'python'));
+  assert.deepEqual(command.args, ['-I', '-X', 'utf8'], "the environment's Python runs isolated from the user's PYTHONPATH");
+  assert.match(ran(), new RegExp(`${python312} -I -m venv`));
+  assert.doesNotMatch(ran(), /python3\.11 -I -m venv/);
 });
 
-test('the pythonPath setting wins over Pythons on PATH', async () => {
-  const chosen = fakePython('my-python', '3.11');
-  fakePython('python3', '3.13');
-  stub.settings['vercelAiGateway.pythonPath'] = chosen;
-  await sidecarPython(context(), log);
-  assert.match(
-    fs
-      .readFileSync(calls, 'utf8')
-      .split('\n')
-      .find((line) => line.includes('-m venv'))!,
-    /my-python -m venv/,
+test('Windows: the py launcher is tried before the names on PATH', async () => {
+  host.platform = 'win32';
+  const py = fakePython('py', { version: '3.13' });
+  fakePython('python', { version: '3.9' });
+  const command = await sidecarPython(context(), log);
+  assert.equal(command.command, path.join(envDir(), 'Scripts\\python.exe'));
+  assert.match(ran(), new RegExp(`^${py} -3 -E -s -c`, 'm'));
+  assert.match(ran(), new RegExp(`${py} -3 -I -m venv`));
+});
+
+test("a Mac without the Command Line Tools: Apple's /usr/bin/python3 stub is never run", async () => {
+  const stubPython = fakePython('python3', { version: '3.9' });
+  host.platform = 'darwin';
+  host.macStubs = [stubPython];
+  host.xcodeSelect = path.join(base, 'xcode-select');
+  fs.writeFileSync(
+    host.xcodeSelect,
+    `#!/bin/sh\necho "$0 $*" >> "${calls}"\necho "xcode-select: error: unable to get active developer directory" >&2\nexit 2\n`,
+    { mode: 0o755 },
   );
+  const error = await setupError(sidecarPython(context(), log));
+  assert.doesNotMatch(ran(), /python3 /, 'the stub did not run');
+  assert.match(ran(), /xcode-select -p/);
+  assert.match(error.message, /python3 was not run \(Apple's stub.*\)\. Install Python from python\.org or with Homebrew/);
+  assert.deepEqual(buttons(error), ['Choose Interpreter', 'Retry']);
+
+  // With the tools installed it is a Python like any other (here, too old).
+  fs.writeFileSync(host.xcodeSelect, '#!/bin/sh\necho /Library/Developer/CommandLineTools\n', { mode: 0o755 });
+  const withTools = await setupError(sidecarPython(context(), log));
+  assert.match(withTools.message, /Found only: python3 is 3\.9\./);
+});
+
+test("Debian without python3-venv: venv's hint (on its stdout) reaches the message, and the next interpreter is tried", async () => {
+  const debian = fakePython('python3', { version: '3.11', venvFails: `cat "${path.join(FIXTURES, 'debian-no-venv.txt')}"; exit 1` });
+  const error = await setupError(sidecarPython(context(), log));
+  assert.equal(
+    error.message,
+    "Could not create the sidecar's Python environment with python3 (Python 3.11): its venv module is not installed. Install it (sudo apt install python3.11-venv), then Retry, or choose another interpreter.",
+  );
+  assert.deepEqual(buttons(error), ['Choose Interpreter', 'Retry']);
+  assert.equal(fs.existsSync(envDir()), false, 'the half-made environment is gone');
+
+  fakePython('python3.12', { version: '3.12' }); // say, deadsnakes' python3.12-venv is installed
+  await sidecarPython(context(), log);
+  assert.match(ran(), /python3\.12 -I -m venv/);
+  assert.ok(ran().indexOf(`${debian} -I -m venv`) < ran().lastIndexOf('python3.12 -I -m venv'));
+});
+
+for (const [fixture, expected] of [
+  [
+    'offline.txt',
+    "Could not reach the Python package index to install the sidecar's packages: its name could not be resolved (no network, or no DNS). Connect to a network that reaches it, then Retry.",
+  ],
+  [
+    'proxy-403.txt',
+    "Could not reach the Python package index to install the sidecar's packages: the proxy refused (403 Forbidden). Check VS Code's http.proxy setting (pip uses it) or ask for the index to be allowed, then Retry.",
+  ],
+  [
+    'certificate.txt',
+    "Could not reach the Python package index (localhost:40921) to install the sidecar's packages: its certificate is not trusted (unable to get local issuer certificate). A network that inspects TLS needs its CA certificate in the system's trusted certificates or in pip's configuration (cert); then Retry.",
+  ],
+  [
+    'lagging-index.txt',
+    'The Python package index (127.0.0.1:32885) does not have tiktoken==0.14.0 yet (its latest: 0.11.0, 0.12.0, 0.13.0): a mirror or private index that lags PyPI. Retry once it has caught up, or point pip at an index that has it.',
+  ],
+] as const) {
+  test(`pip failing as in ${fixture}: the message names the cause and the next step, and offers Retry`, async () => {
+    fakePython('python3', { pip: pipPrints(fixture) });
+    const error = await setupError(sidecarPython(context(), log));
+    assert.equal(error.message, expected);
+    assert.deepEqual(buttons(error), ['Retry']);
+    assert.equal(fs.existsSync(path.join(envDir(), '.ready')), false, 'a failed setup is not marked ready');
+  });
+}
+
+test('a platform without a wheel: binary wheels only, hash-checked, and the message names the platform', async () => {
+  fakePython('python3', { version: '3.13', platform: 'win-arm64', pip: pipPrints('no-wheel.txt') });
+  const error = await setupError(sidecarPython(context(), log));
+  assert.match(error.message, /^No prebuilt package of tiktoken==0\.14\.0 exists for this platform \(win-arm64, Python 3\.13\)/);
+  assert.deepEqual(buttons(error), ['Choose Interpreter']);
+  const pip = ran()
+    .split('\n')
+    .find((line) => line.includes('-m pip install'))!;
+  assert.match(pip, / --only-binary=:all: --require-hashes -r \S+requirements\.txt$/);
+});
+
+test('pip works after a failure: the next start builds, later starts run nothing, old versions are removed', async () => {
+  fakePython('python3', { pip: pipPrints('offline.txt') });
+  const ctx = context();
+  await setupError(sidecarPython(ctx, log));
+
+  fakePython('python3'); // the network came back
+  fs.mkdirSync(path.join(base, 'storage', 'sidecar-0.0.9'), { recursive: true });
+  const command = await sidecarPython(ctx, log);
+  assert.equal(command.command, path.join(envDir(), 'bin', 'python'));
+  assert.equal(fs.existsSync(path.join(base, 'storage', 'sidecar-0.0.9')), false, 'old environments are removed');
+  const lines = ran().trim().split('\n');
+  assert.match(lines.at(-2)!, /-m pip install .* --only-binary=:all: --require-hashes -r \S+requirements\.txt$/);
+  assert.match(lines.at(-1)!, /-m pip install .* --no-deps --no-index \S+ai_gateway_lm-0\.1\.0-py3-none-any\.whl$/);
+
+  const before = ran();
+  assert.deepEqual(await sidecarPython(ctx, log), command);
+  assert.equal(ran(), before, 'a finished setup runs nothing on later starts');
+});
+
+test('the interpreter under a ready environment was removed (Homebrew): the environment is made again', async () => {
+  const old = fakePython('python3.12', { version: '3.12' });
+  const ctx = context();
+  await sidecarPython(ctx, log);
+  fs.rmSync(old); // brew upgrade: python@3.12 is gone, python3.13 arrived
+  const python313 = fakePython('python3.13', { version: '3.13' });
+  const command = await sidecarPython(ctx, log);
+  assert.equal(fs.realpathSync(command.command), python313, 'the environment leads to a Python that runs');
+  assert.match(ran(), new RegExp(`${python313} -I -m venv`));
+});
+
+test('the pythonPath setting is used alone: one that is too old is named, not passed over', async () => {
+  stub.settings['vercelAiGateway.pythonPath'] = fakePython('my-python', { version: '3.9' });
+  fakePython('python3', { version: '3.13' });
+  const error = await setupError(sidecarPython(context(), log));
+  assert.match(error.message, /^The Python in vercelAiGateway\.pythonPath cannot run the sidecar: \S+my-python is 3\.9\. It needs Python 3\.10 or newer/);
+  assert.deepEqual(buttons(error), ['Choose Interpreter']);
+
+  const chosen = fakePython('my-python', { version: '3.11' });
+  await sidecarPython(context(), log);
+  assert.match(ran(), new RegExp(`${chosen} -I -m venv`));
+  assert.doesNotMatch(ran(), /python3 -I -m venv/);
 });
 
 test("pip goes through VS Code's http.proxy, given in its environment and never on its command line", async () => {
-  fakePython('python3', '3.12');
+  fakePython('python3');
   stub.settings['http.proxy'] = 'http://user:s3cret@proxy.example:3128';
-  try {
-    await sidecarPython(context(), log);
-  } finally {
-    delete stub.settings['http.proxy'];
-  }
-  const lines = fs.readFileSync(calls, 'utf8').split('\n');
+  await sidecarPython(context(), log);
+  const lines = ran().split('\n');
   assert.ok(lines.includes('PIP_PROXY=http://user:s3cret@proxy.example:3128'), 'in the environment');
   assert.doesNotMatch(
     lines.find((line) => line.includes('-m pip'))!,
     /s3cret|proxy\.example/,
     'not on the command line',
   );
+});
+
+test('a failing setup is shown once per window, not once per retried model list; a retry the user asks for is shown again', async () => {
+  fakePython('python3', { pip: pipPrints('offline.txt') });
+  const traces = new stub.LogOutputChannel() as unknown as vscode.LogOutputChannel;
+  const sidecar = new SidecarConnection(context(), log, traces);
+  try {
+    for (let i = 0; i < 3; i++) await assert.rejects(sidecar.request('gateway/models', {}), /Could not reach the Python package index/);
+    assert.equal(stub.shownErrors.length, 1, stub.shownErrors.map((e) => e.message).join('\n'));
+    assert.deepEqual(stub.shownErrors[0].actions, ['Retry', 'Show Logs']);
+    forgetShown(); // what Retry, Restart Server and a new interpreter do
+    await assert.rejects(sidecar.request('gateway/models', {}));
+    assert.equal(stub.shownErrors.length, 2);
+  } finally {
+    sidecar.dispose();
+  }
+});
+
+// The real sidecar behind the fakes: a "good" interpreter whose environment's python runs the
+// development venv's Python (which has the sidecar) for everything but pip.
+const children: ChildProcess[] = [];
+let gateway: string;
+before(async () => (gateway = await startGateway(children)));
+after(() => children.forEach((child) => child.kill()));
+
+function goodPython(name: string): string {
+  const wrapper = `#!/bin/sh\ncase " $* " in *" -m pip "*) echo "$0 $*" >> "${calls}"; exit 0 ;; esac\nexec "${PYTHON}" "$@"\n`;
+  return fakePython(name, { version: '3.12', venv: `rm "$last/bin/python" && printf '%s' '${wrapper}' > "$last/bin/python" && chmod 755 "$last/bin/python"` });
+}
+
+const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
+
+async function modelsWithin(provider: GatewayChatProvider, ms: number): Promise<string[]> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+    const models = await provider.provideLanguageModelChatInformation({ silent: true }, token());
+    if (models.length) return models.map((m) => m.id);
+  }
+  return [];
+}
+
+test('Choose Interpreter opens a file picker; a bad pick is refused, a good one recovers without a reload', async () => {
+  fakePython('python3', { version: '3.9' });
+  const tooOld = fakePython('python3.9-picked', { version: '3.9' });
+  const good = goodPython('good-python');
+  stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
+  const ctx = context();
+  await activate(ctx);
+  try {
+    const provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+    // The first failure's notification: the user clicks Choose Interpreter and picks a 3.9 first.
+    stub.answers.errorButton.push('Choose Interpreter');
+    stub.answers.openDialog.push([stub.Uri.file(tooOld)]);
+    for (let i = 0; i < 3; i++) assert.deepEqual(await provider.provideLanguageModelChatInformation({ silent: true }, token()), []);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(stub.openDialogs.length, 1, 'a file picker, not the settings editor');
+    const shown = stub.shownErrors.map((e) => e.message);
+    assert.equal(shown.filter((m) => m.includes('Found only')).length, 1, `once for three model lists:\n${shown.join('\n')}`);
+    assert.match(shown.at(-1)!, /python3\.9-picked cannot run the sidecar: it is 3\.9/);
+    assert.equal(stub.settings['vercelAiGateway.pythonPath'], undefined, 'a bad pick is not saved');
+
+    // Its own notification offers the picker again: now the good one.
+    stub.answers.openDialog.push([stub.Uri.file(good)]);
+    await stub.commands.executeCommand('vercelAiGateway.chooseInterpreter');
+    assert.equal(stub.settings['vercelAiGateway.pythonPath'], good);
+    assert.ok((await modelsWithin(provider, 20_000)).includes('fake/agent-loop'), 'the model list, from the real sidecar, without a reload');
+    assert.match(ran(), new RegExp(`${good} -I -m venv`));
+  } finally {
+    (ctx.subscriptions as { dispose(): unknown }[]).forEach((d) => d.dispose());
+    delete stub.settings['vercelAiGateway.baseUrl'];
+  }
+});
+
+test("a platform VSIX's bundled runtime: no search, no venv, no pip; the user's PYTHONPATH cannot leak into it", async () => {
+  fakePython('python3'); // there, but must not run
+  const ctx = context();
+  const runtime = path.join(ctx.extensionPath, 'runtime', 'bin');
+  fs.mkdirSync(runtime, { recursive: true });
+  fs.writeFileSync(path.join(runtime, 'python3'), `#!/bin/sh\necho "$0 $*" >> "${calls}"\nexec "${PYTHON}" "$@"\n`, { mode: 0o644 });
+  // A package of the same name on the user's PYTHONPATH, as a project's src/ folder would be.
+  const evil = path.join(base, 'evil', 'gateway_lm');
+  fs.mkdirSync(evil, { recursive: true });
+  fs.writeFileSync(path.join(evil, '__init__.py'), 'raise SystemExit("the user\'s PYTHONPATH leaked into the sidecar")\n');
+  fs.writeFileSync(path.join(evil, '__main__.py'), '');
+  const originalPythonPath = process.env.PYTHONPATH;
+  process.env.PYTHONPATH = path.dirname(evil);
+  stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
+  try {
+    assert.deepEqual(await sidecarPython(ctx, log), { command: path.join(runtime, 'python3'), args: ['-I', '-X', 'utf8'] });
+    assert.ok(fs.statSync(path.join(runtime, 'python3')).mode & 0o100, 'made executable when the VSIX lost its mode');
+    const sidecar = new SidecarConnection(ctx, log, new stub.LogOutputChannel());
+    try {
+      const { models } = await sidecar.request('gateway/models', {});
+      assert.ok(
+        models.some((m) => m.id === 'fake/agent-loop'),
+        JSON.stringify(models).slice(0, 300),
+      );
+    } finally {
+      sidecar.dispose();
+    }
+    assert.deepEqual(
+      ran()
+        .trim()
+        .split('\n')
+        .map((line) => line.replace(ctx.extensionPath, '<ext>')),
+      ['<ext>/runtime/bin/python3 -I -X utf8 -m gateway_lm serve'],
+      'only the bundled runtime ran',
+    );
+    assert.equal(fs.existsSync(envDir()), false, 'no environment was made');
+    // The check is real: without the isolation flags the same runtime imports the user's package.
+    assert.throws(() => execFileSync(path.join(runtime, 'python3'), ['-m', 'gateway_lm', 'serve'], { stdio: 'pipe' }), /PYTHONPATH leaked/);
+  } finally {
+    if (originalPythonPath === undefined) delete process.env.PYTHONPATH;
+    else process.env.PYTHONPATH = originalPythonPath;
+    delete stub.settings['vercelAiGateway.baseUrl'];
+  }
 });

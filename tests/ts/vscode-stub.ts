@@ -89,6 +89,8 @@ export const workspaceSettings: Record<string, unknown> = {};
 export const registeredDefaults: Record<string, unknown> = {};
 export const ConfigurationTarget = { Global: 1, Workspace: 2, WorkspaceFolder: 3 } as const;
 export const configUpdates: { key: string; value: unknown; target: unknown }[] = [];
+/** Fired by `update`, as VS Code fires it when a setting is written. */
+const configChanged = new EventEmitter<{ affectsConfiguration(section: string): boolean }>();
 const fullKey = (section: string | undefined, key: string) => (section ? `${section}.${key}` : key);
 export const workspace = {
   getConfiguration: (section?: string) => ({
@@ -103,12 +105,14 @@ export const workspace = {
     update: (key: string, value: unknown, target: unknown) => {
       settings[fullKey(section, key)] = value;
       configUpdates.push({ key: fullKey(section, key), value, target });
+      const changed = fullKey(section, key);
+      configChanged.fire({ affectsConfiguration: (id: string) => changed === id || changed.startsWith(`${id}.`) });
       return Promise.resolve();
     },
   }),
   workspaceFolders: undefined,
   textDocuments: [],
-  onDidChangeConfiguration: noEvent,
+  onDidChangeConfiguration: configChanged.event,
   onDidChangeWorkspaceFolders: noEvent,
   onDidOpenTextDocument: noEvent,
   onDidChangeTextDocument: noEvent,
@@ -283,7 +287,11 @@ export const answers = {
   /** The title of the button clicked in the next warning that offers buttons (the spend dialog). */
   warningButton: [] as (string | undefined)[],
   saveDialog: [] as (Uri | undefined)[],
+  /** The files picked in the next open dialog (undefined: cancelled). */
+  openDialog: [] as (Uri[] | undefined)[],
 };
+/** The options of each open dialog shown. */
+export const openDialogs: object[] = [];
 /** The items of each quick pick shown; an answer picks the item with that label. */
 export const quickPicks: { items: unknown[]; options?: object }[] = [];
 export const shownInfos: { message: string; actions: string[] }[] = [];
@@ -331,6 +339,7 @@ export const window = {
     return panel;
   },
   showSaveDialog: (_options: object) => Promise.resolve(answers.saveDialog.shift()),
+  showOpenDialog: (options: object) => (openDialogs.push(options), Promise.resolve(answers.openDialog.shift())),
   createStatusBarItem: () => {
     const item = new StatusBarItem();
     statusBarItems.push(item);

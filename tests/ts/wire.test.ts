@@ -104,7 +104,7 @@ test('errors are classified by the kind the sidecar sent', () => {
 
 test('a clicked button runs its command with its arguments; no click runs nothing', async () => {
   const ran: unknown[][] = [];
-  const registered = ['workbench.action.openSettings', 'vercelAiGateway.showLogs'].map((id) =>
+  const registered = ['vercelAiGateway.chooseInterpreter', 'vercelAiGateway.showLogs'].map((id) =>
     stub.commands.registerCommand(id, (...args) => ran.push([id, ...args])),
   );
   try {
@@ -112,7 +112,7 @@ test('a clicked button runs its command with its arguments; no click runs nothin
     showError('No Python', CHOOSE_INTERPRETER, SHOW_LOGS);
     showError('No Python', CHOOSE_INTERPRETER, SHOW_LOGS);
     await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(ran, [['workbench.action.openSettings', 'vercelAiGateway.pythonPath']]);
+    assert.deepEqual(ran, [['vercelAiGateway.chooseInterpreter']]);
     assert.deepEqual(stub.shownErrors.slice(-1)[0].actions, ['Choose Interpreter', 'Show Logs']);
   } finally {
     registered.forEach((r) => r.dispose());
