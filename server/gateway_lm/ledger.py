@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
@@ -37,6 +37,7 @@ from .usage import MAX_ID, bounded_usd
 log = logging.getLogger("gateway_lm.ledger")
 REOPEN_INTERVAL_S = 10.0  # an unusable history is tried again at most this often
 MAX_PENDING = 10_000  # records kept in memory while the history cannot be written
+_T = TypeVar("_T")
 
 
 class CreditsParams(BaseModel):
@@ -158,18 +159,11 @@ class Ledger:
         A read that fails or waits past `wait` falls back to the last read plus what this process
         wrote since, so a lock another program holds neither stops nor delays a chat."""
         today = utc_day()
-        store = self.store
-        if store is None:
-            self._reopen_later()
-        else:
-            try:
-                total = await asyncio.to_thread(store.day_total, today, wait)
-            except sqlite3.Error as error:
-                self._trouble(f"the usage history {store.path} cannot be read ({error})")
-            else:
-                self._day_read = (today, total)
-                self._since_read = {}
-                return total + self._pending_today(today)
+        total = await self._in_store(lambda store: store.day_total(today, wait), "read")
+        if total is not None:
+            self._day_read = (today, total)
+            self._since_read = {}
+            return total + self._pending_today(today)
         if self._day_read is None or self._day_read[0] != today:
             return None
         return self._day_read[1] + math.fsum(self._since_read.values()) + self._pending_today(today)
@@ -213,15 +207,7 @@ class Ledger:
         request = validated(UsageParams, params)
         since = request.since.isoformat() if request.since else None
         until = request.until.isoformat() if request.until else None
-        records: list[UsageRecord] = []
-        store = self.store
-        if store is None:
-            self._reopen_later()
-        else:
-            try:
-                records = await asyncio.to_thread(store.records, since, until, request.limit)
-            except sqlite3.Error as error:
-                self._trouble(f"the usage history {store.path} cannot be read ({error})")
+        records = await self._in_store(lambda store: store.records(since, until, request.limit), "read") or []
         waiting = [r for r in self._pending.values() if (since or "") <= r["time"][:10] <= (until or "9999-12-31")]
         if waiting:  # not written yet, but spent: the dashboard shows them
             records = sorted([*records, *waiting], key=lambda r: r["time"], reverse=True)[: request.limit]
@@ -229,6 +215,19 @@ class Ledger:
         return {"records": records, "dayTotal": spent, "problem": self.problem}
 
     # ---- the store, from a worker thread ----
+
+    async def _in_store(self, work: Callable[[UsageStore], _T], doing: str) -> _T | None:
+        """`work` on the history in a worker thread; None when it cannot be used now (the trouble is
+        told once; a history that could not be opened is tried again off the caller's path)."""
+        store = self.store
+        if store is None:
+            self._reopen_later()
+            return None
+        try:
+            return await asyncio.to_thread(work, store)
+        except sqlite3.Error as error:  # busy past the timeout, a full disk, a damaged file
+            self._trouble(f"the usage history {store.path} cannot be {doing} ({error})")
+            return None
 
     async def _put(self, key: str, record: UsageRecord) -> None:
         self._pending[key] = record
