@@ -121,11 +121,7 @@ async def test_the_guard_refuses_before_sending_and_an_approval_lets_it_through(
 async def test_the_day_limit_counts_what_every_window_spent_today(
     sidecar: Sidecar, gateway: FakeServer, tmp_path: Path
 ) -> None:
-    other_window = UsageStore(tmp_path / DB_NAME, 90)
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
-    other_window.put("w2", record_at(now, 4.99))
-    other_window.put("old", record_at("2001-01-01T00:00:00Z", 100.0))  # another day's, long pruned in reality
-    other_window.close()
+    spent_elsewhere(tmp_path, 4.99, ("old", record_at("2001-01-01T00:00:00Z", 100.0)))  # another day's
     with pytest.raises(JsonRpcException) as refused:
         await sidecar.request("gateway/chat", chat("d1"))
     data = refused.value.data
@@ -191,10 +187,7 @@ async def test_after_a_restart_whose_list_fails_the_limit_asks(gateway: FakeServ
 async def test_a_request_approval_does_not_lift_the_day_limit(
     sidecar: Sidecar, gateway: FakeServer, tmp_path: Path
 ) -> None:
-    other_window = UsageStore(tmp_path / DB_NAME, 90)
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
-    other_window.put("w2", record_at(now, 4.999))
-    other_window.close()
+    spent_elsewhere(tmp_path, 4.999)
     with pytest.raises(JsonRpcException) as refused:
         await sidecar.request("gateway/chat", chat("a1", approvedCost=1.0))
     assert refused.value.data["scope"] == "day", "the day limit bounds the total whatever was approved"
@@ -332,6 +325,15 @@ async def test_usage_reads_a_date_range_and_bounds_its_params(sidecar: Sidecar, 
         with pytest.raises(JsonRpcException) as refused:
             await sidecar.request("gateway/usage", bad)
         assert refused.value.data["kind"] == "bad_request"
+
+
+def spent_elsewhere(state_dir: Path, usd: float, *more: tuple[str, Any]) -> None:
+    """Today's spend by another window (and `more` of its records), in the shared history."""
+    other_window = UsageStore(state_dir / DB_NAME, 90)
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+    for key, record in (("w2", record_at(now, usd)), *more):
+        other_window.put(key, record)
+    other_window.close()
 
 
 def record_at(time: str, cost: float) -> Any:
