@@ -174,6 +174,9 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       })),
       toolMode: options.toolMode,
       modelOptions: options.modelOptions ?? {},
+      // The user's choices in the model's menus in the chat input, with the schema's defaults
+      // (VS Code 1.133+; typed in the chatProvider proposal). The sidecar reads them leniently.
+      modelConfiguration: modelConfigurationOf(options),
       apiKey: await this.hooks.apiKey(),
     };
     this.streaming++;
@@ -249,7 +252,16 @@ function reportParts(parts: StreamPart[], thinking: ThinkingMode, progress: vsco
   }
 }
 
-function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformation {
+/** Fields VS Code reads beyond the stable API (its chatProvider proposal types them; the host copies
+ * them without checking proposals): the model's controls in the chat input. */
+type ChatInformation = vscode.LanguageModelChatInformation & { configurationSchema?: ModelEntry['configurationSchema'] };
+
+function modelConfigurationOf(options: vscode.ProvideLanguageModelChatResponseOptions): Record<string, unknown> {
+  const configuration = (options as { modelConfiguration?: unknown }).modelConfiguration;
+  return typeof configuration === 'object' && configuration !== null && !Array.isArray(configuration) ? (configuration as Record<string, unknown>) : {};
+}
+
+function toChatInformation(model: ModelEntry): ChatInformation {
   return {
     id: model.id,
     // The gateway's words, drawn by VS Code with icons and (the tooltip) as markdown.
@@ -265,5 +277,8 @@ function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformati
     // Every model is offered to agent mode; the sidecar withholds tools from models without
     // tool support and the tooltip says so (rfcs/0003-rpc-contract.md, "Models without tools").
     capabilities: { toolCalling: true, imageInput: model.capabilities.imageInput },
+    // The reasoning-effort menu beside the model in the chat input (rfcs/0007, "Reasoning effort per
+    // model"); a model that does not reason, or takes one level only, has none.
+    ...(model.configurationSchema ? { configurationSchema: model.configurationSchema } : {}),
   };
 }

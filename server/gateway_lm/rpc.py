@@ -149,7 +149,10 @@ class Sidecar:
         models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
-        entries = [picker_entry(m, self.budget.factor(m.id, self.accounting.factor(m.id))) for m in models]
+        entries = [
+            picker_entry(m, self.budget.factor(m.id, self.accounting.factor(m.id)), self.settings.effort_for(m.id))
+            for m in models
+        ]
         return {"models": entries}
 
     async def _priced(self, model: str, key: str | None) -> ModelInfo | None:
@@ -199,9 +202,8 @@ class Sidecar:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []
         factor = self.accounting.factor(request.model)
-        reasons = known is not None and known.reasoning
         limit = None if known is None else InputLimit(known.maxInputTokens, factor)
-        prepared = await prepare(request, self.settings, reasons, limit)
+        prepared = await prepare(request, self.settings, known, limit)
         await self.ledger.guard(request, prepared.body, known, factor)  # priced as sent; refused: not sent
         outcome = ChatOutcome()
         self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight

@@ -27,6 +27,7 @@ const model = (id: string): ModelEntry => ({
   budgetFactor: 1,
   budgetInputTokens: 900,
   tokenizer: 'o200k_base',
+  configurationSchema: null,
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */

@@ -24,6 +24,7 @@ const sonnet: ModelEntry = {
   budgetFactor: 1,
   budgetInputTokens: 183_616,
   tokenizer: 'o200k_base',
+  configurationSchema: null,
 };
 const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
   type: 'usage',
