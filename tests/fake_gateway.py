@@ -588,7 +588,11 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         h._send(entry, [created, *thinking, *text_events(ANSWER, 1), completed()])
         return
     if scenario == "failed":
-        error = {"type": "error", "error": {"type": "server_error", "code": "server_error", "message": "overloaded"}}
+        error = {
+            "type": "error",
+            "error": {"type": "server_error", "code": "server_error", "message": "overloaded"},
+            "generationId": "gen_fake_stream",
+        }
         failed = {"type": "response.failed", "response": response_obj("failed", error={"message": "overloaded"})}
         # One write: text and failure arrive in the same read, and the text must still be shown.
         h.wfile.write(b"".join(sse(e) for e in [created, *text_events(["Partial"]), error, failed]))
@@ -802,14 +806,18 @@ def _peer_closed(h: Handler) -> bool:
 
 
 ERRORS: dict[int, tuple[str, dict[str, str]]] = {
-    400: ('{"error":{"message":"Invalid input: tools.0.name is required","type":"invalid_request_error"}}', {}),
+    400: (
+        '{"error":{"message":"Invalid input: tools.0.name is required","type":"invalid_request_error"},'
+        '"generationId":"gen_fake_400"}',
+        {},
+    ),
     401: ('{"error":{"message":"Invalid API key","type":"authentication_error"}}', {}),
     403: ('{"error":{"message":"Free tier users do not have access to this model","type":"forbidden"}}', {}),
     404: ('{"error":{"message":"Model fake/missing not found","type":"model_not_found"}}', {}),
     413: ('{"error":{"message":"Input is too long for requested model.","type":"invalid_request_error"}}', {}),
     424: ('{"error":{"message":"Provider failed","type":"failed_dependency"}}', {}),
     429: ('{"error":{"message":"Rate limit exceeded","type":"rate_limit_exceeded"}}', {"retry-after": "0"}),
-    500: ('{"error":{"message":"Internal error","type":"internal_server_error"}}', {}),
+    500: ('{"error":{"message":"Internal error","type":"internal_server_error"},"generationId":"gen_fake_500"}', {}),
     502: ("<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>", {}),
     503: ('{"error":{"message":"Service unavailable","type":"internal_server_error"}}', {}),
     504: ("<html><head><title>504 Gateway Time-out</title></head><body>timeout</body></html>", {}),

@@ -296,6 +296,8 @@ export const openDialogs: object[] = [];
 export const quickPicks: { items: unknown[]; options?: object }[] = [];
 export const shownInfos: { message: string; actions: string[] }[] = [];
 export const shownWarnings: string[] = [];
+/** The `detail` of each warning shown (a modal's second line), or undefined. */
+export const warningDetails: (string | undefined)[] = [];
 export const inputBoxOptions: { validateInput?: (value: string) => string | undefined; password?: boolean }[] = [];
 export const shownErrors: { message: string; actions: string[] }[] = [];
 export const window = {
@@ -306,6 +308,8 @@ export const window = {
   },
   showWarningMessage: (message: string, ...rest: unknown[]) => {
     shownWarnings.push(message);
+    const options = rest[0] as { detail?: unknown } | undefined;
+    warningDetails.push(typeof options?.detail === 'string' ? options.detail : undefined);
     const items = rest.filter((item): item is { title: string } => typeof item === 'object' && item !== null && 'title' in item);
     if (!items.length) return Promise.resolve(undefined);
     const clicked = answers.warningButton.shift();
