@@ -20,6 +20,7 @@ export const COMMANDS = {
   showCredits: `${SECTION}.showCredits`,
   showUsage: `${SECTION}.showUsage`,
   chooseInterpreter: `${SECTION}.chooseInterpreter`,
+  chooseModels: `${SECTION}.chooseModels`,
 } as const;
 
 /** The settings, by their names under SECTION. */
@@ -52,6 +53,7 @@ export const SETTINGS = [
   'attribution.user',
   'attribution.tags',
   'attribution.tagWorkspace',
+  'picker.models',
 ] as const;
 export type Setting = (typeof SETTINGS)[number];
 

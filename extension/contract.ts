@@ -81,6 +81,7 @@ export interface ModelEntry {
   budgetInputTokens: number;
   tokenizer: string;
   configurationSchema: ConfigurationSchema | null;
+  warning: string | null;
 }
 export interface Capabilities {
   toolCalling: boolean;

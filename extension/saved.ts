@@ -59,7 +59,7 @@ export function checkModels(raw: unknown): Checked<ModelEntry[]> {
  * budget unit (RFC 0004) has neither budget field: it was advertised in real tokens, as with a factor
  * of 1. One saved before `tokenizer` has none: '' (not known), so its counts are kept under its own
  * id until the list is fetched again, which happens at start. One saved before the effort menu
- * (issue 22) has none until the next fetch brings it. */
+ * or the picker's warning (issue 22) has none until the next fetch brings them. */
 function upgraded(entry: unknown): unknown {
   if (typeof entry !== 'object' || entry === null) return entry;
   let out = entry;
@@ -68,6 +68,7 @@ function upgraded(entry: unknown): unknown {
   }
   if (!('tokenizer' in out)) out = { ...out, tokenizer: '' };
   if (!('configurationSchema' in out)) out = { ...out, configurationSchema: null };
+  if (!('warning' in out)) out = { ...out, warning: null };
   return out;
 }
 
@@ -97,6 +98,7 @@ const MODEL: Checks<ModelEntry> = {
   // An encoding's name (it keys counts in memory and on disk), or '' when not known.
   tokenizer: (value) => typeof value === 'string' && /^[a-z0-9_]{0,64}$/.test(value),
   configurationSchema: (value) => value === null || isEffortMenu(value),
+  warning: (value) => value === null || (isString(value) && value.length <= 500),
 };
 const EFFORTS: readonly unknown[] = ['default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'] satisfies EffortProperty['enum'];
 

@@ -23,6 +23,9 @@ class ModelEntry(ModelInfo):
     tokenizer: str
     # The reasoning-effort menu beside the model in the chat input (effort.py); None: no menu.
     configurationSchema: ConfigurationSchema | None
+    # What the picker warns of beside the model (VS Code's warningText, with a warning icon): only
+    # what is true of it, that it takes no tools; None: nothing.
+    warning: str | None
 
 
 def picker_entry(model: ModelInfo, factor: float = 1.0, effort: Effort | None = None) -> ModelEntry:
@@ -35,6 +38,7 @@ def picker_entry(model: ModelInfo, factor: float = 1.0, effort: Effort | None = 
         budgetInputTokens=advertised_window(model.maxInputTokens, factor),
         tokenizer=encoding_name_for(model.id),
         configurationSchema=menu(model.efforts, effort),
+        warning=None if model.capabilities.toolCalling else NO_TOOLS_NOTE,
     )
 
 

@@ -140,6 +140,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     budgetInputTokens: 900,
     tokenizer: 'o200k_base',
     configurationSchema: null,
+    warning: null,
   };
   const models = [
     { id: 5 },

@@ -28,6 +28,7 @@ const model = (id: string): ModelEntry => ({
   budgetInputTokens: 900,
   tokenizer: 'o200k_base',
   configurationSchema: null,
+  warning: null,
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */

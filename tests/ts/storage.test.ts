@@ -32,6 +32,7 @@ const MODEL: ModelEntry = {
   budgetInputTokens: 900,
   tokenizer: 'o200k_base',
   configurationSchema: null,
+  warning: null,
 };
 const EFFORT_MENU: EffortProperty = {
   type: 'string',
