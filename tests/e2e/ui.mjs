@@ -347,6 +347,48 @@ try {
     await effortButton().waitFor({ state: 'hidden', timeout: 10_000 });
   });
 
+  // Issue 22 §3: the user curates the picker. A model left out is not offered, yet stays registered.
+  const togglePick = async (name) => {
+    if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
+    await runCommand('Choose Gateway Models');
+    const pick = page.locator('.quick-input-widget');
+    await pick.locator('.monaco-list-row', { hasText: 'Fake Text' }).first().waitFor({ timeout: 30_000 });
+    await pick.locator('input[type="text"], input.input').first().fill(name);
+    const row = pick.locator('.monaco-list-row', { hasText: name }).first();
+    const checked = await row.getAttribute('aria-checked');
+    await row.click(); // a click toggles a row of a multi-select list
+    await page.waitForFunction(
+      ([label, before]) => [...document.querySelectorAll('.quick-input-widget .monaco-list-row')].find((r) => r.textContent.includes(label))?.getAttribute('aria-checked') !== before,
+      [name, checked],
+      { timeout: 5_000 },
+    );
+    await pick.locator('.monaco-button', { hasText: 'OK' }).first().click();
+    await pick.waitFor({ state: 'hidden', timeout: 10_000 });
+  };
+  const userSettings = () => JSON.parse(fs.readFileSync(path.join(dirs.ud, 'User', 'settings.json'), 'utf8'));
+
+  await step('curated-picker', async () => {
+    await togglePick('Fake Pricey');
+    const deadline = Date.now() + 10_000;
+    while (!userSettings()['vercelAiGateway.picker.models'] && Date.now() < deadline) await page.waitForTimeout(200);
+    const chosen = userSettings()['vercelAiGateway.picker.models'];
+    assert.ok(Array.isArray(chosen) && chosen.includes('fake/text') && !chosen.includes('fake/pricey'), `written: ${JSON.stringify(chosen)}`);
+    const widget = await openPicker('Fake Text');
+    await page.waitForTimeout(500);
+    assert.equal(await widget.getByText('Fake Pricey', { exact: true }).count(), 0, 'a model left out is not offered');
+    await widget.getByText('Fake Tools', { exact: true }).first().waitFor({ timeout: 5_000 });
+  });
+
+  await step('curated-picker-restored', async () => {
+    await page.keyboard.press('Escape');
+    await togglePick('Fake Pricey');
+    const deadline = Date.now() + 10_000;
+    while (userSettings()['vercelAiGateway.picker.models']?.length && Date.now() < deadline) await page.waitForTimeout(200);
+    assert.deepEqual(userSettings()['vercelAiGateway.picker.models'], [], 'every model picked: every model offered');
+    await openPicker('Fake Pricey');
+    await page.keyboard.press('Escape');
+  });
+
   await step('key-from-secret-storage', async () => {
     const log = await gatewayRequests();
     assert.ok(log.length > 0 && log.every((entry) => entry.authorization === `Bearer ${host.FAKE_KEY}`), 'every request carried the typed key');
