@@ -221,9 +221,9 @@ def decide(
     `modelConfiguration`, untrusted. A caller's explicit option (another extension's `modelOptions`)
     is the most specific; then the user's choice in the menu; then the settings."""
     if known and efforts is None:
-        asked = caller or level(chosen) or setting
-        note = f"{model_id} does not reason: no reasoning effort sent" if asked not in (None, "default") else ""
-        return Decision(level=None, note=note)
+        if (caller or level(chosen) or setting) not in (None, "default"):  # every request: debug only
+            log.debug("%s does not reason: no reasoning effort sent", model_id)
+        return Decision(level=None)
     efforts = efforts or by_rule(model_id)
     menu_level = level(chosen)
     if chosen is not None and menu_level is None:
