@@ -97,9 +97,11 @@ test-e2e: build
 	node tests/e2e/ui.mjs
 
 # The API tests again on the oldest VS Code that engines.vscode admits (code-server 4.133.0 =
-# VS Code 1.133.0), set up once into ~/.cache/ai-gateway-lm-host-1.133.0.
+# VS Code 1.133.0), set up once into ~/.cache/ai-gateway-lm-host-1.133.0, and the UI steps of what
+# that host has too (the Thinking Effort menu, the curated picker).
 test-e2e-oldest: build
 	AI_GATEWAY_LM_HOST=oldest node tests/e2e/api.mjs
+	AI_GATEWAY_LM_HOST=oldest AI_GATEWAY_LM_UI_STEPS=manage-models,model-picker,effort-menu,effort-sent,curated-picker,curated-picker-restored node tests/e2e/ui.mjs
 
 # The linux-x64 platform VSIX (runtime: RUNTIME_linux_x64, else this machine's stand-in) in the real
 # host with no Python the host can find and loopback-only networking (tests/e2e/bundled.mjs). Needs
@@ -119,6 +121,7 @@ test-e2e-firststart: build
 screenshots: build
 	node tests/e2e/ui.mjs
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-model-picker.png docs/model-picker.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-effort-menu.png docs/effort-menu.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-tool-round-trip.png docs/answer-and-status-bar.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-chat-title.png docs/small-tasks-chat-title.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-commit-message.png docs/small-tasks-commit-message.png

@@ -20,6 +20,7 @@ export const COMMANDS = {
   showCredits: `${SECTION}.showCredits`,
   showUsage: `${SECTION}.showUsage`,
   chooseInterpreter: `${SECTION}.chooseInterpreter`,
+  chooseModels: `${SECTION}.chooseModels`,
 } as const;
 
 /** The settings, by their names under SECTION. */
@@ -52,6 +53,7 @@ export const SETTINGS = [
   'attribution.user',
   'attribution.tags',
   'attribution.tagWorkspace',
+  'picker.models',
 ] as const;
 export type Setting = (typeof SETTINGS)[number];
 
@@ -67,6 +69,17 @@ export const WORKSPACE_COSTLY: readonly Setting[] = [
   'attribution.user',
   'attribution.tags',
   'attribution.tagWorkspace',
+];
+
+/** The settings the gateway may bill beyond token prices: attribution per unique value, zero data
+ * retention and a provider allow-list on some plans (rfcs/0006, "What the estimate leaves out"). The
+ * spend guard's estimate is token prices only; its dialog names those of them that are on. */
+export const BILLED_BEYOND_TOKENS: readonly Setting[] = [
+  'attribution.user',
+  'attribution.tags',
+  'attribution.tagWorkspace',
+  'routing.zeroDataRetention',
+  'routing.only',
 ];
 
 /** The full id of a setting, as the Settings editor and `affectsConfiguration` name it. */

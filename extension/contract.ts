@@ -80,6 +80,8 @@ export interface ModelEntry {
   budgetFactor: number;
   budgetInputTokens: number;
   tokenizer: string;
+  configurationSchema: ConfigurationSchema | null;
+  warning: string | null;
 }
 export interface Capabilities {
   toolCalling: boolean;
@@ -94,12 +96,39 @@ export interface Pricing {
   cacheRead: number | null;
   cacheWrite: number | null;
 }
+/**
+ * `LanguageModelChatInformation.configurationSchema`: per-model controls in the chat input.
+ * The user's choices come back in the request's `modelConfiguration`.
+ */
+export interface ConfigurationSchema {
+  properties: ConfigurationProperties;
+}
+export interface ConfigurationProperties {
+  reasoningEffort: EffortProperty;
+}
+/**
+ * The chat input's menu for one model: a JSON Schema property as VS Code reads it
+ * (`enumItemLabels`, `enumDescriptions` and `group: 'navigation'` are VS Code's).
+ */
+export interface EffortProperty {
+  type: 'string';
+  title: string;
+  description: string;
+  enum: ('default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh')[];
+  enumItemLabels: string[];
+  enumDescriptions: string[];
+  default: 'default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+  group: 'navigation';
+}
 export interface ChatParams {
   model: string;
   messages: MessageIn[];
   tools?: ToolIn[];
   toolMode?: number;
   modelOptions?: {
+    [k: string]: unknown;
+  };
+  modelConfiguration?: {
     [k: string]: unknown;
   };
   requestId: string | number;
@@ -199,9 +228,9 @@ export interface ConfigureParams {
  */
 export interface Settings {
   baseUrl?: string;
-  reasoningEffort?: string | null;
+  reasoningEffort?: ('default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh') | null;
   reasoningEffortByModel?: {
-    [k: string]: string;
+    [k: string]: 'default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
   };
   gatewayOrder?: string[];
   gatewayOnly?: string[];

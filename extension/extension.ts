@@ -18,6 +18,7 @@ import { SmallTasks } from './smalltasks';
 import { UsageStatus } from './status';
 import { readJson, writeJsonAtomic } from './storage';
 import { UsagePanel } from './usagePanel';
+import { chooseModels, shownPatterns } from './curate';
 import type { ThinkingMode } from './wire';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -45,6 +46,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     apiKey: () => keys.get(),
     askForKey: () => keys.prompt(),
     thinking: () => setting<ThinkingMode>('thinking') ?? 'auto',
+    shown: shownPatterns,
     loadCache: () => (cache ??= loadModels(cacheFile, log)),
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
     onUsage: (model, usage, requestId) => {
@@ -88,6 +90,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.refreshModels, () => provider.refresh()),
     vscode.commands.registerCommand(COMMANDS.showLogs, () => log.show()),
     vscode.commands.registerCommand(COMMANDS.useForSmallTasks, () => smallTasks.choose()),
+    vscode.commands.registerCommand(COMMANDS.chooseModels, () => chooseModels(() => provider.catalogue())),
     vscode.commands.registerCommand(COMMANDS.showCredits, () => credits.show()),
     vscode.commands.registerCommand(COMMANDS.showUsage, () => UsagePanel.show(context.extensionUri, sidecar, log)),
     vscode.commands.registerCommand(COMMANDS.restartServer, restart),
@@ -104,6 +107,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration((event) => {
       settingSecrets = [...new Set([...settingSecrets, ...sidecarSecrets()])]; // an old one may still be quoted
       if (event.affectsConfiguration(SECTION)) tellCostly();
+      if (event.affectsConfiguration(settingId('picker.models'))) provider.notifyChanged(); // the same list, other rows offered
       if (event.affectsConfiguration(settingId('pythonPath'))) void restart();
       else if (event.affectsConfiguration(SECTION) || NETWORK_SETTINGS.some((name) => event.affectsConfiguration(`${NETWORK_SECTION}.${name}`)))
         void sidecar.configure().then(() => provider.refresh());

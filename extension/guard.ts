@@ -2,7 +2,7 @@
 // upstream (error kind `spend_limit`); the user decides here, and a Send is remembered
 // (extension/approval.ts) so the next steps of an agent loop go through without asking again.
 import * as vscode from 'vscode';
-import { Setting, setting, settingId } from './config';
+import { BILLED_BEYOND_TOKENS, Setting, setting, settingId } from './config';
 import { notify } from './notify';
 import type { Refusal } from './spendTypes';
 
@@ -18,7 +18,8 @@ const CANCEL: Choice = { title: 'Cancel', answer: 'cancel', isCloseAffordance: t
 
 /** Asks; "Change limit" opens the limit that refused, and the request is not sent. */
 export async function askToSend(refusal: Refusal): Promise<SpendAnswer> {
-  const picked = await notify('warning', refusal.message, { modal: true, detail: detailOf(refusal) }, SEND, CHANGE, CANCEL);
+  const detail = detailOf(refusal) + leftOut(refusal);
+  const picked = await notify('warning', refusal.message, { modal: true, detail }, SEND, CHANGE, CANCEL);
   const answer = picked?.answer ?? 'cancel';
   if (answer === 'change') void vscode.commands.executeCommand('workbench.action.openSettings', settingId(limitOf(refusal)));
   return answer;
@@ -36,6 +37,17 @@ function detailOf(refusal: Refusal): string {
     case 'unpriced':
       return 'Send lets requests to this model through for 10 minutes without a cost check.';
   }
+}
+
+/** What the estimate leaves out, when a setting the gateway bills beyond token prices is on. */
+function leftOut(refusal: Refusal): string {
+  if (refusal.estimate === null) return ''; // no estimate to qualify
+  const on = BILLED_BEYOND_TOKENS.filter((name) => {
+    const value = setting<unknown>(name);
+    return value === true || (typeof value === 'string' && value !== '') || (Array.isArray(value) && value.length > 0);
+  });
+  if (!on.length) return '';
+  return `\n\nThe estimate is token prices only. What the gateway may charge on your plan for ${on.map(settingId).join(', ')} is not in it; the billed cost is.`;
 }
 
 /** The setting that refused: for a model without a price, the request limit when one is set. */

@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { Approvals } from './approval';
 import type { ChatResult, ModelEntry, StreamPart, UsagePart } from './contract';
+import { isShown } from './curate';
 import { fromRpcError, isCancellation } from './errors';
 import { plain } from './notify';
 import type { SpendAnswer } from './guard';
@@ -16,6 +17,8 @@ export interface ProviderHooks {
   apiKey(): Promise<string | undefined>;
   askForKey(): Promise<void>;
   thinking(): ThinkingMode;
+  /** The ids and glob patterns of `picker.models` (extension/curate.ts); none: every model is offered. */
+  shown?(): readonly string[];
   loadCache(): Promise<ModelEntry[]>;
   saveCache(models: ModelEntry[]): Promise<void>;
   onUsage(model: ModelEntry | undefined, usage: UsagePart, requestId: string): void;
@@ -70,7 +73,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     if (this.models.length === 0) await refresh; // first run ever: nothing cached to show yet
     this.served = this.models;
     if (this.models.length) this.prefetch.start(); // Copilot's first walk will ask for the tool strings
-    return this.models.map(toChatInformation);
+    const shown = this.hooks.shown?.() ?? [];
+    return this.models.map((model) => toChatInformation(model, shown));
   }
 
   /** Fetches the catalogue now; fires the change event when VS Code was served another list. */
@@ -174,6 +178,9 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       })),
       toolMode: options.toolMode,
       modelOptions: options.modelOptions ?? {},
+      // The user's choices in the model's menus in the chat input, with the schema's defaults
+      // (VS Code 1.133+; typed in the chatProvider proposal). The sidecar reads them leniently.
+      modelConfiguration: modelConfigurationOf(options),
       apiKey: await this.hooks.apiKey(),
     };
     this.streaming++;
@@ -249,7 +256,21 @@ function reportParts(parts: StreamPart[], thinking: ThinkingMode, progress: vsco
   }
 }
 
-function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformation {
+/** Fields VS Code reads beyond the stable API (its chatProvider proposal types them; the host copies
+ * them without checking proposals): the model's controls in the chat input. */
+type ChatInformation = vscode.LanguageModelChatInformation & {
+  configurationSchema?: ModelEntry['configurationSchema'];
+  isUserSelectable?: boolean;
+  statusIcon?: vscode.ThemeIcon;
+  warningText?: string;
+};
+
+function modelConfigurationOf(options: vscode.ProvideLanguageModelChatResponseOptions): Record<string, unknown> {
+  const configuration = (options as { modelConfiguration?: unknown }).modelConfiguration;
+  return typeof configuration === 'object' && configuration !== null && !Array.isArray(configuration) ? (configuration as Record<string, unknown>) : {};
+}
+
+function toChatInformation(model: ModelEntry, shown: readonly string[]): ChatInformation {
   return {
     id: model.id,
     // The gateway's words, drawn by VS Code with icons and (the tooltip) as markdown.
@@ -265,5 +286,12 @@ function toChatInformation(model: ModelEntry): vscode.LanguageModelChatInformati
     // Every model is offered to agent mode; the sidecar withholds tools from models without
     // tool support and the tooltip says so (rfcs/0003-rpc-contract.md, "Models without tools").
     capabilities: { toolCalling: true, imageInput: model.capabilities.imageInput },
+    // The reasoning-effort menu beside the model in the chat input (rfcs/0007, "Reasoning effort per
+    // model"); a model that does not reason, or takes one level only, has none.
+    ...(model.configurationSchema ? { configurationSchema: model.configurationSchema } : {}),
+    // Left out of `picker.models`: still registered (a setting or a small task naming it works), not
+    // offered in the picker (rfcs/0003, "The picker the user curates").
+    ...(isShown(model.id, shown) ? {} : { isUserSelectable: false }),
+    ...(model.warning ? { warningText: plain(model.warning), statusIcon: new vscode.ThemeIcon('warning') } : {}),
   };
 }

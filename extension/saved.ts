@@ -2,7 +2,7 @@
 // anything (another version's format, a truncated write, a hand edit): what is read back is checked
 // entry by entry, a bad entry is dropped and counted (for one log line), and a start never fails
 // because of it.
-import { MAX_MODEL_ID, type Capabilities, type ModelEntry, type Pricing } from './contract';
+import { MAX_MODEL_ID, type Capabilities, type EffortProperty, type ModelEntry, type Pricing } from './contract';
 
 /** token-counts.json: tool strings as `model NUL text` keys, everything else under a SHA-1. */
 export interface SavedCounts {
@@ -58,7 +58,8 @@ export function checkModels(raw: unknown): Checked<ModelEntry[]> {
 /** Entries saved by earlier versions, kept rather than dropped with a warning. One saved before the
  * budget unit (RFC 0004) has neither budget field: it was advertised in real tokens, as with a factor
  * of 1. One saved before `tokenizer` has none: '' (not known), so its counts are kept under its own
- * id until the list is fetched again, which happens at start. */
+ * id until the list is fetched again, which happens at start. One saved before the effort menu
+ * or the picker's warning (issue 22) has none until the next fetch brings them. */
 function upgraded(entry: unknown): unknown {
   if (typeof entry !== 'object' || entry === null) return entry;
   let out = entry;
@@ -66,6 +67,8 @@ function upgraded(entry: unknown): unknown {
     out = { ...out, budgetFactor: 1, budgetInputTokens: (out as { maxInputTokens?: unknown }).maxInputTokens };
   }
   if (!('tokenizer' in out)) out = { ...out, tokenizer: '' };
+  if (!('configurationSchema' in out)) out = { ...out, configurationSchema: null };
+  if (!('warning' in out)) out = { ...out, warning: null };
   return out;
 }
 
@@ -94,7 +97,27 @@ const MODEL: Checks<ModelEntry> = {
   budgetInputTokens: isTokenLimit,
   // An encoding's name (it keys counts in memory and on disk), or '' when not known.
   tokenizer: (value) => typeof value === 'string' && /^[a-z0-9_]{0,64}$/.test(value),
+  configurationSchema: (value) => value === null || isEffortMenu(value),
+  warning: (value) => value === null || (isString(value) && value.length <= 500),
 };
+const EFFORTS: readonly unknown[] = ['default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'] satisfies EffortProperty['enum'];
+
+/** A menu VS Code will render: levels it knows, one label and description each, a default among them. */
+function isEffortMenu(value: unknown): boolean {
+  if (!isRecord(value) || !isRecord(value.properties)) return false;
+  const menu = value.properties.reasoningEffort;
+  if (!isRecord(menu) || !Array.isArray(menu.enum) || !menu.enum.every((level) => EFFORTS.includes(level))) return false;
+  const listed = (list: unknown) => Array.isArray(list) && list.length === (menu.enum as unknown[]).length && list.every(isString);
+  return (
+    menu.type === 'string' &&
+    menu.group === 'navigation' &&
+    isString(menu.title) &&
+    isString(menu.description) &&
+    listed(menu.enumItemLabels) &&
+    listed(menu.enumDescriptions) &&
+    menu.enum.includes(menu.default)
+  );
+}
 
 function isModel(entry: unknown): entry is ModelEntry {
   return isShaped(entry, MODEL);

@@ -2,7 +2,7 @@
 
 The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the last user message,
 or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hostile/…/models` and
-`GET …/tokenizer/…/models` pick a catalogue answer by the base URL's path. Every request is
+`GET …/tokenizer/…/models`, `GET …/efforts/…/models` pick a catalogue answer by the base URL's path. Every request is
 recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
 other processes (Node, VS Code) can assert what reached the gateway.
 Credits, generation lookups and the `billed*` scenarios: fake_spend.py; the bench's soak: fake_soak.py.
@@ -116,6 +116,40 @@ TOKENIZER_MODEL = {
     "tags": ["tool-use"],
     "pricing": {"input": "0.000003", "output": "0.000015"},
 }
+
+# Listed too under a base URL with `/efforts/` in its path: reasoning models whose levels the catalogue
+# states (`reasoning_options`, in two of the shapes effort.py reads), and one whose entry says nothing.
+EFFORT_MODELS = [
+    {
+        "id": "fake/effort-catalogue",
+        "name": "Fake Effort (catalogue)",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 32000,
+        "tags": ["tool-use", "reasoning"],
+        "reasoning_options": {"efforts": ["low", "medium", "high", "xhigh", "ultra"], "default": "high"},
+    },
+    {
+        "id": "fake/effort-list",
+        "name": "Fake Effort (list)",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 32000,
+        "tags": ["tool-use"],
+        "reasoning_options": [{"type": "effort", "values": ["minimal", "high"]}],
+    },
+    {
+        "id": "openai/gpt-5",
+        "name": "GPT-5 (fake)",
+        "type": "language",
+        "owned_by": "openai",
+        "context_window": 400000,
+        "max_tokens": 128000,
+        "tags": ["tool-use", "reasoning"],
+    },
+]
 
 # What a careless or hostile gateway lists: numbers JSON cannot carry (Python's parser reads them as
 # inf/nan), negative and absurd values, wrong types, and entries that are not objects at all.
@@ -335,6 +369,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"object": "list", "data": HOSTILE_TEXT_MODELS})
             elif "/tokenizer/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, TOKENIZER_MODEL]})
+            elif "/efforts/" in self.path:
+                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS]})
             else:
                 self._json(200, {"object": "list", "data": MODELS})
         elif self.path == "/_requests":
@@ -552,7 +588,11 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         h._send(entry, [created, *thinking, *text_events(ANSWER, 1), completed()])
         return
     if scenario == "failed":
-        error = {"type": "error", "error": {"type": "server_error", "code": "server_error", "message": "overloaded"}}
+        error = {
+            "type": "error",
+            "error": {"type": "server_error", "code": "server_error", "message": "overloaded"},
+            "generationId": "gen_fake_stream",
+        }
         failed = {"type": "response.failed", "response": response_obj("failed", error={"message": "overloaded"})}
         # One write: text and failure arrive in the same read, and the text must still be shown.
         h.wfile.write(b"".join(sse(e) for e in [created, *text_events(["Partial"]), error, failed]))
@@ -766,14 +806,18 @@ def _peer_closed(h: Handler) -> bool:
 
 
 ERRORS: dict[int, tuple[str, dict[str, str]]] = {
-    400: ('{"error":{"message":"Invalid input: tools.0.name is required","type":"invalid_request_error"}}', {}),
+    400: (
+        '{"error":{"message":"Invalid input: tools.0.name is required","type":"invalid_request_error"},'
+        '"generationId":"gen_fake_400"}',
+        {},
+    ),
     401: ('{"error":{"message":"Invalid API key","type":"authentication_error"}}', {}),
     403: ('{"error":{"message":"Free tier users do not have access to this model","type":"forbidden"}}', {}),
     404: ('{"error":{"message":"Model fake/missing not found","type":"model_not_found"}}', {}),
     413: ('{"error":{"message":"Input is too long for requested model.","type":"invalid_request_error"}}', {}),
     424: ('{"error":{"message":"Provider failed","type":"failed_dependency"}}', {}),
     429: ('{"error":{"message":"Rate limit exceeded","type":"rate_limit_exceeded"}}', {"retry-after": "0"}),
-    500: ('{"error":{"message":"Internal error","type":"internal_server_error"}}', {}),
+    500: ('{"error":{"message":"Internal error","type":"internal_server_error"},"generationId":"gen_fake_500"}', {}),
     502: ("<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>", {}),
     503: ('{"error":{"message":"Service unavailable","type":"internal_server_error"}}', {}),
     504: ("<html><head><title>504 Gateway Time-out</title></head><body>timeout</body></html>", {}),

@@ -13,7 +13,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
+from conftest import text_of
 from fake_agent import INPUT_LIMIT
 from fake_gateway import FakeServer
 from gateway_lm.fit import CLEARED, KEEP_NEWEST, InputLimit, fit_request
@@ -154,3 +156,50 @@ async def test_the_spend_guard_prices_the_request_as_fitted(guarded: Sidecar, ga
         if item.get("type") == "function_call_output"
     ]
     assert outputs[0] == CLEARED
+
+
+# ---- the first overflow on an unknown limit (issue 22 §4) ----
+
+UNKNOWN_LIMIT = 28_000  # what the provider enforces on a model the list says has 128K
+
+
+async def test_a_first_overflow_on_an_unknown_limit_is_learned_and_the_request_sent_again(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    """fake/tools is listed with a 128K window; the provider (the fake's `tokenizer` scenario at 1×)
+    refuses past 28,000 tokens. The turn completes: the limit is learned, the same request fitted to
+    it is sent once more, and nothing but a log line tells of it."""
+    messages = conversation(6)  # ~36,000 tokens of tool results
+    messages[0]["content"][0]["value"] = f"[scenario:tokenizer:1:{UNKNOWN_LIMIT}] Read the files."
+    before = len(gateway.gateway.requests)
+    params = {"requestId": "unknown-limit", "model": "fake/tools", "messages": messages, "tools": TOOLS}
+
+    result = await sidecar.request("gateway/chat", params)
+
+    assert result["finishReason"] == "stop"
+    assert text_of(sidecar.parts["unknown-limit"]) == "Hello from the fake gateway."
+    first, second = gateway.gateway.requests[before:]  # one refusal, one answer, nothing more
+    assert first["input_tokens"] > UNKNOWN_LIMIT and second["input_tokens"] <= UNKNOWN_LIMIT
+    outputs = [item["output"] for item in second["body"]["input"] if item.get("type") == "function_call_output"]
+    assert outputs[0] == CLEARED and all(FILE in output for output in outputs[-KEEP_NEWEST:])
+    assert any("sent again fitted to it" in message for _, message in sidecar.logs)
+    assert not any(message.startswith("shown:") for _, message in sidecar.logs), "nothing shown to the user"
+    listed = {m["id"]: m for m in (await sidecar.request("gateway/models", {}))["models"]}
+    assert listed["fake/tools"]["maxInputTokens"] < UNKNOWN_LIMIT  # the list says so from now on
+
+
+async def test_a_request_that_cannot_be_fitted_fails_with_the_learned_limit(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    """Without tool results there is nothing to clear: no second request, the overflow as before."""
+    text = f"[scenario:tokenizer:1:{UNKNOWN_LIMIT}] " + FILE * 6
+    params = {
+        "requestId": "unfittable",
+        "model": "fake/tools",
+        "messages": [{"role": 1, "content": [{"type": "text", "value": text}]}],
+    }
+    before = len(gateway.gateway.requests)
+    with pytest.raises(JsonRpcException) as raised:
+        await sidecar.request("gateway/chat", params)
+    assert len(gateway.gateway.requests) == before + 1
+    assert "The model's limit is 28,000 tokens; the model list now says so" in str(raised.value)

@@ -318,3 +318,19 @@ async def test_the_key_appears_nowhere(module_gateway: FakeServer) -> None:
         f"used={used}, leaks={leaks or 'none'}",
         used and not leaks and len(logs) > 0,
     )
+
+
+@pytest.mark.parametrize(
+    ("scenario", "generation", "lines"),
+    [("error-400", "gen_fake_400", 1), ("error-500", "gen_fake_500", 3), ("failed", "gen_fake_stream", 1)],
+)
+async def test_the_gateways_generation_id_is_in_the_log_line_of_each_failed_attempt(
+    side: Sidecar, scenario: str, generation: str, lines: int
+) -> None:
+    """Issue 22 §5: what a user quotes to support. The 500 is tried three times: each line has it."""
+    logged = len(side.logs)
+    result, _ = await chat(side, f"[scenario:{scenario}] hi")
+    assert isinstance(result, JsonRpcException)
+    assert generation not in result.message  # the chat shows the message; the log keeps the id
+    tagged = [message for _, message in side.logs[logged:] if f"(generation id {generation})" in message]
+    assert len(tagged) == lines, side.logs[logged:]

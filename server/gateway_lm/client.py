@@ -157,7 +157,7 @@ class GatewayClient:
             if delay is None:
                 raise error
             attempt += 1
-            log.warning("retrying after %s (attempt %d): %s", f"{delay:.2f}s", attempt, error.message)
+            log.warning("retrying after %s (attempt %d): %s", f"{delay:.2f}s", attempt, error.for_log())
             await anyio.sleep(delay)
 
     async def _events(self, response: httpx.Response, deadline: Deadline) -> AsyncIterator[list[dict[str, Any]]]:

@@ -6,6 +6,7 @@ Classification happens here, once; the extension renders by ``kind`` and never s
 from __future__ import annotations
 
 import json
+import re
 import ssl
 from typing import Any, Literal
 
@@ -73,6 +74,7 @@ _ADVICE: dict[ErrorKind, str] = {
     "internal": "This is a bug in the sidecar; see the logs.",
 }
 
+_GENERATION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 _OVERFLOW_HINTS = (
     "context length",
     "context window",
@@ -102,6 +104,13 @@ class GatewayError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.spend = spend
+        # The gateway's id of the failed generation, for the log line a user quotes to support.
+        self.generation_id: str | None = None
+
+    def for_log(self) -> str:
+        """The kind, the message, and the gateway's generation id when it named one."""
+        text = f"{self.kind}: {self.message}"
+        return f"{text} (generation id {self.generation_id})" if self.generation_id else text
 
     def __str__(self) -> str:
         return self.message
@@ -167,8 +176,6 @@ def detail_from_body(body: bytes) -> tuple[str, str]:
 
 def _summarise_non_json(text: str) -> str:
     if "<" in text and ">" in text:
-        import re
-
         title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
         if title:
             return " ".join(title.group(1).split())[:200]
@@ -177,23 +184,43 @@ def _summarise_non_json(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
+def generation_id_of(payload: Any) -> str | None:
+    """The `generationId` a gateway error body names (top level, as the AI SDK reads it, or inside
+    `error`): an id of at most 200 safe characters, or None (it goes into a log line)."""
+    if not isinstance(payload, dict):
+        return None
+    inner = payload.get("error")
+    for value in (payload.get("generationId"), inner.get("generationId") if isinstance(inner, dict) else None):
+        if isinstance(value, str) and _GENERATION_ID.match(value):
+            return value
+    return None
+
+
 def error_from_response(status: int, body: bytes, retry_after: float | None = None) -> GatewayError:
     detail, code = detail_from_body(body)
     kind = kind_for_status(status, detail, code)
     prefix = f"AI Gateway answered {status}"
     message = with_advice(kind, f"{prefix}: {detail}" if detail else prefix)
-    return GatewayError(kind, message, status=status, retry_after=retry_after)
+    error = GatewayError(kind, message, status=status, retry_after=retry_after)
+    try:
+        error.generation_id = generation_id_of(json.loads(body))
+    except (ValueError, RecursionError):
+        pass  # not JSON: detail_from_body summarised it
+    return error
 
 
 def error_from_stream(payload: dict[str, Any] | None, fallback: str) -> GatewayError:
     """An in-stream `error` event or a `response.failed` error object (nested or flat)."""
     err: Any = payload or {}
+    generation_id = generation_id_of(err)
     if isinstance(err.get("error"), dict):
         err = err["error"]
     message = str(err.get("message") or fallback)
     code = str(err.get("code") or err.get("type") or "")
     kind = _kind_for_stream_code(code, message)
-    return GatewayError(kind, with_advice(kind, f"The model stopped with an error: {message}"))
+    error = GatewayError(kind, with_advice(kind, f"The model stopped with an error: {message}"))
+    error.generation_id = generation_id
+    return error
 
 
 def _kind_for_stream_code(code: str, message: str) -> ErrorKind:

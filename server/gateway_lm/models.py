@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .effort import Efforts, efforts_for
 from .protocol import MAX_MODEL_ID
 
 log = logging.getLogger("gateway_lm.models")
@@ -53,6 +54,9 @@ class ModelInfo(BaseModel):
     tags: list[str]
     ownedBy: str
     description: str = ""
+    # The reasoning efforts it accepts (None: it does not reason); the extension gets the menu made of
+    # them (picker.ModelEntry.configurationSchema), not these.
+    efforts: Efforts | None = Field(default=None, exclude=True)
 
 
 def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInfo | None:
@@ -68,6 +72,7 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
     context = _token_count(raw.get("context_window")) or DEFAULT_CONTEXT_WINDOW
     max_output = min(_token_count(raw.get("max_tokens")) or DEFAULT_MAX_OUTPUT, context)
     owner, _, short = model_id.partition("/")
+    reasoning = "reasoning" in tags or bool(raw.get("reasoning_options"))
     return ModelInfo(
         id=model_id,
         name=_text(raw.get("name")) or model_id,
@@ -77,11 +82,12 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
         maxInputTokens=input_budget(context, max_output, output_reservation),
         maxOutputTokens=max_output,
         capabilities=Capabilities(toolCalling="tool-use" in tags, imageInput="vision" in tags),
-        reasoning="reasoning" in tags or bool(raw.get("reasoning_options")),
+        reasoning=reasoning,
         pricing=pricing_from(raw.get("pricing")),
         tags=tags,
         ownedBy=_text(raw.get("owned_by")) or owner,
         description=_text(raw.get("description")),
+        efforts=efforts_for(raw, model_id, reasoning),
     )
 
 

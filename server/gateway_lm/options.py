@@ -13,10 +13,11 @@ import math
 import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from .effort import Effort
 from .errors import GatewayError, with_advice
 
 MAX_OUTPUT_TOKENS = 100_000_000
@@ -65,7 +66,6 @@ _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")  # RFC 9110 field na
 # content less obs-text, which httpx cannot encode: a non-ASCII value failed every chat with
 # UnicodeEncodeError). Line breaks, NUL and the other controls are out with it.
 _HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
-Effort = Literal["default", "none", "minimal", "low", "medium", "high", "xhigh"]
 
 
 def _extra_body(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -266,7 +266,8 @@ def from_caller(model_options: Mapping[str, Any]) -> ModelOptions:
 
 
 def apply(body: dict[str, Any], options: ModelOptions) -> None:
-    """Writes `options` into a request body (extraBody first, so the named options win)."""
+    """Writes `options` into a request body (extraBody first, so the named options win). The
+    reasoning effort is not written here: it is decided with the model's levels (effort.decide)."""
     fields = options.model_fields_set
     if options.extraBody:
         merged = deep_merge(body, {k: v for k, v in options.extraBody.items() if k not in RESERVED_BODY_KEYS})
@@ -278,8 +279,3 @@ def apply(body: dict[str, Any], options: ModelOptions) -> None:
         body["top_p"] = options.top_p
     if "maxOutputTokens" in fields and options.maxOutputTokens is not None:
         body["max_output_tokens"] = options.maxOutputTokens
-    if "reasoningEffort" in fields and options.reasoningEffort is not None:
-        if options.reasoningEffort == "default":
-            body.pop("reasoning", None)
-        else:
-            body["reasoning"] = {"effort": options.reasoningEffort, "summary": "auto"}

@@ -93,7 +93,7 @@ def rpc_errors(redact: Callable[[str], str], handler: Handler[R]) -> Callable[[J
         try:
             return await handler(params)
         except GatewayError as error:
-            log.warning("%s: %s", error.kind, error.message)
+            log.warning("%s", error.for_log())
             raise JsonRpcException(message=redact(error.message), code=GATEWAY_ERROR, data=error.as_data()) from None
         except (JsonRpcException, asyncio.CancelledError):
             raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .budget import advertised_window
+from .effort import ConfigurationSchema, Effort, menu
 from .models import ModelInfo
 from .tokens import encoding_name_for
 
@@ -20,9 +21,15 @@ class ModelEntry(ModelInfo):
     # The encoding gateway/countTokens counts this model's texts with: the extension keeps one memo
     # per tokenizer, shared by every model that has it (rfcs/0004-token-accounting.md).
     tokenizer: str
+    # The reasoning-effort menu beside the model in the chat input (effort.py); None: no menu.
+    configurationSchema: ConfigurationSchema | None
+    # What the picker warns of beside the model (VS Code's warningText, with a warning icon): only
+    # what is true of it, that it takes no tools; None: nothing.
+    warning: str | None
 
 
-def picker_entry(model: ModelInfo, factor: float = 1.0) -> ModelEntry:
+def picker_entry(model: ModelInfo, factor: float = 1.0, effort: Effort | None = None) -> ModelEntry:
+    """`effort`: the level the settings ask for this model, which the menu preselects."""
     return ModelEntry(
         **dict(model),
         tooltip=tooltip(model, factor),
@@ -30,6 +37,8 @@ def picker_entry(model: ModelInfo, factor: float = 1.0) -> ModelEntry:
         budgetFactor=factor,
         budgetInputTokens=advertised_window(model.maxInputTokens, factor),
         tokenizer=encoding_name_for(model.id),
+        configurationSchema=menu(model.efforts, effort),
+        warning=None if model.capabilities.toolCalling else NO_TOOLS_NOTE,
     )
 
 

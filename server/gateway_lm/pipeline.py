@@ -14,6 +14,7 @@ from .adapt import StreamAdapter
 from .client import GatewayClient
 from .errors import GatewayError
 from .fit import InputLimit, fit_request, has_tool_results
+from .models import ModelInfo
 from .options import for_model
 from .protocol import ChatRequest, FinishReason, PartOut, UsagePart
 from .settings import Settings
@@ -41,12 +42,12 @@ class Prepared:
 
 
 async def prepare(
-    request: ChatRequest, settings: Settings, reasons: bool = False, limit: InputLimit | None = None
+    request: ChatRequest, settings: Settings, model: ModelInfo | None = None, limit: InputLimit | None = None
 ) -> Prepared:
-    """`reasons`: the catalogue says the model reasons (translate.build_request); `limit`: the model's
-    real input limit, which the request is fitted into (fit.py)."""
+    """`model`: the catalogue's entry (translate.build_request); `limit`: the model's real input
+    limit, which the request is fitted into (fit.py)."""
     names = ToolNameMap([tool.name for tool in request.tools])
-    body = build_request(request, settings, names, reasons)
+    body = build_request(request, settings, names, model)
     if limit is not None and has_tool_results(body):  # serialising and counting it hold no event loop
         body = await asyncio.to_thread(fit_request, body, request.model, limit)
     return Prepared(body, names, for_model(request.model, settings.modelOptions).extraHeaders)

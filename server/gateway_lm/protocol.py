@@ -176,6 +176,9 @@ class ChatRequest(BaseModel):
     tools: list[ToolIn] = []
     toolMode: int = TOOL_MODE_AUTO
     modelOptions: dict[str, Any] = {}
+    # The user's choices in the model's chat-input controls (picker.ModelEntry.configurationSchema),
+    # with the schema's defaults, as VS Code passes them; read leniently (effort.decide).
+    modelConfiguration: dict[str, Any] = {}
 
 
 # ---- parts out (the format every consumer reads; keep it exactly) ----

@@ -14,12 +14,12 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from . import __version__
-from .accounting import Accounting
+from .accounting import Accounting, limit_from_message
 from .budget import BudgetFactors
 from .client import GatewayClient
 from .counting import TokenService
 from .errors import GatewayError
-from .fit import InputLimit
+from .fit import InputLimit, fit_request, has_tool_results
 from .ledger import Ledger
 from .logs import ClientLogHandler, Redactor, configure
 from .models import ModelInfo, catalogue, input_budget
@@ -149,7 +149,10 @@ class Sidecar:
         models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
-        entries = [picker_entry(m, self.budget.factor(m.id, self.accounting.factor(m.id))) for m in models]
+        entries = [
+            picker_entry(m, self.budget.factor(m.id, self.accounting.factor(m.id)), self.settings.effort_for(m.id))
+            for m in models
+        ]
         return {"models": entries}
 
     async def _priced(self, model: str, key: str | None) -> ModelInfo | None:
@@ -199,9 +202,8 @@ class Sidecar:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []
         factor = self.accounting.factor(request.model)
-        reasons = known is not None and known.reasoning
         limit = None if known is None else InputLimit(known.maxInputTokens, factor)
-        prepared = await prepare(request, self.settings, reasons, limit)
+        prepared = await prepare(request, self.settings, known, limit)
         await self.ledger.guard(request, prepared.body, known, factor)  # priced as sent; refused: not sent
         outcome = ChatOutcome()
         self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
@@ -211,6 +213,58 @@ class Sidecar:
             self.tokens.chat_ended()
 
     async def _stream(self, request: ChatParams, prepared: Prepared, outcome: ChatOutcome) -> ChatResult:
+        """The chat streamed; a first overflow on a limit lower than the list says is learned, and the
+        same request, fitted to it, sent once more: the user sees the answer, and a log line."""
+        shown: list[bool] = []
+        try:
+            return await self._stream_once(request, prepared, outcome, shown)
+        except GatewayError as error:
+            if error.kind != "context_overflow":
+                raise
+            listed = self.models.get(request.model)
+            learned = self.accounting.learn_limit(request.model, error.message)
+            retry = None if shown else await self._refitted(request, prepared, listed, error)
+            if retry is None:
+                self._explain_limit(listed, learned, error)
+                raise
+        try:
+            result = await self._stream_once(request, retry, ChatOutcome(), shown)
+        except GatewayError as again:
+            if again.kind == "context_overflow":
+                self._explain_limit(listed, learned, again)
+            raise
+        # The list's window for the model follows the learned limit (fetched again, debounced).
+        self.notify_calibration(request.model, self.accounting.factor(request.model))
+        return result
+
+    async def _refitted(
+        self, request: ChatParams, prepared: Prepared, listed: ModelInfo | None, error: GatewayError
+    ) -> Prepared | None:
+        """The request fitted to the limit an overflow names, or None when that changes nothing: the
+        limit is no lower than the one it was fitted to, or it has no tool results to clear."""
+        named = limit_from_message(error.message)
+        if named is None or listed is None:
+            return None
+        budget = input_budget(named, listed.maxOutputTokens, self.settings.outputReservation)
+        if budget >= listed.maxInputTokens or not has_tool_results(prepared.body):
+            return None
+        limit = InputLimit(budget, self.accounting.factor(request.model))
+        body = await asyncio.to_thread(fit_request, prepared.body, request.model, limit)
+        if body is prepared.body:
+            return None
+        log.info(
+            "chat %s: %s refused it as too long for a %s-token limit (the list says %s); sent again fitted to it",
+            request.requestId,
+            request.model,
+            f"{named:,}",
+            f"{listed.contextWindow:,}",
+        )
+        return Prepared(body, prepared.names, prepared.headers)
+
+    async def _stream_once(
+        self, request: ChatParams, prepared: Prepared, outcome: ChatOutcome, shown: list[bool]
+    ) -> ChatResult:
+        """`shown` gets an entry once a part has gone to the client: the answer has begun."""
         log.info(
             "chat %s with %s: %d messages, %d tools",
             request.requestId,
@@ -222,15 +276,14 @@ class Sidecar:
             # Parts leave at once, or together with later ones while the previous write is pending.
             chat = stream_prepared(prepared, request.model, self.client, request.apiKey, outcome)
             async for parts in chat:
+                shown.append(True)
                 self.outbox.post(request.requestId, parts)
         except asyncio.CancelledError:
             self.outbox.drop(request.requestId)
             log.info("chat %s cancelled", request.requestId)  # nothing is sent after this
             raise
-        except GatewayError as error:
+        except GatewayError:
             self.outbox.flush(request.requestId)  # what was shown before the failure stands
-            if error.kind == "context_overflow":
-                self._learn_limit(request.model, error)
             raise
         self.outbox.flush(request.requestId)  # every part precedes the result
         self._calibrate_later(request.model, outcome)
@@ -239,9 +292,7 @@ class Sidecar:
         log.info("chat %s finished: %s, usage %s", request.requestId, outcome.finish_reason, outcome.usage)
         return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
 
-    def _learn_limit(self, model: str, error: GatewayError) -> None:
-        listed = self.models.get(model)
-        limit = self.accounting.learn_limit(model, error.message)
+    def _explain_limit(self, listed: ModelInfo | None, limit: int | None, error: GatewayError) -> None:
         if limit is None:
             return
         if listed is not None and limit >= listed.contextWindow:

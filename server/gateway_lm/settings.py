@@ -16,9 +16,11 @@ from pydantic import (
     ValidationError,
 )
 
+from .effort import Effort
 from .options import (
     PRIVACY_OPTIONS,
     ModelOptions,
+    for_model,
     header_value_problem,
     privacy_overrides,
     secrets_in,
@@ -103,8 +105,8 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="ignore", validate_assignment=True, allow_inf_nan=False)
     baseUrl: Annotated[str, AfterValidator(_http_url)] = "https://ai-gateway.vercel.sh/v1"
-    reasoningEffort: str | None = None
-    reasoningEffortByModel: dict[str, str] = {}
+    reasoningEffort: Effort | None = None  # each model gets the nearest level it accepts (effort.py)
+    reasoningEffortByModel: dict[str, Effort] = {}
     gatewayOrder: list[str] = []
     gatewayOnly: list[str] = []
     gatewayModels: list[str] = []
@@ -140,6 +142,12 @@ class Settings(BaseModel):
         list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)]], AfterValidator(_few_tags)
     ] = []
     tagWorkspace: bool = False  # the extension adds the "workspace:<name>" tag; named here with the others
+
+    def effort_for(self, model: str) -> Effort | None:
+        """The reasoning effort the settings ask for `model`: `modelOptions`' over
+        `reasoningEffortByModel`'s over `reasoningEffort` (rfcs/0007); None when none asks."""
+        option = for_model(model, self.modelOptions).reasoningEffort
+        return option or self.reasoningEffortByModel.get(model) or self.reasoningEffort
 
 
 def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settings, dict[str, str]]:

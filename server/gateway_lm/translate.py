@@ -14,10 +14,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 from typing import Any
 
 from . import options as model_options
+from .effort import MENU_KEY, Effort, by_rule, decide, level, nearest
 from .images import sniff_image_type
+from .models import ModelInfo
 from .protocol import (
     ROLE_ASSISTANT,
     ROLE_SYSTEM,
@@ -34,6 +37,7 @@ from .reasoning import reasoning_items
 from .settings import Settings, held_privacy
 from .toolnames import ToolNameMap
 
+log = logging.getLogger("gateway_lm.translate")
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."
 EMPTY_OUTPUT = "(the tool returned no output)"
 # Copilot's conversation-compaction requests: the full form's system prompt, and how the last user
@@ -51,11 +55,12 @@ Item = dict[str, Any]
 
 
 def build_request(
-    request: ChatRequest, settings: Settings, names: ToolNameMap, reasons: bool = False
+    request: ChatRequest, settings: Settings, names: ToolNameMap, model: ModelInfo | None = None
 ) -> dict[str, Any]:
-    """`reasons`: the catalogue says the model reasons. Its encrypted reasoning is then asked for (the
-    gateway stores nothing with `store: false`), to hand back on the next tool turn (reasoning.py);
-    models that do not reason refuse the `include`."""
+    """`model`: the catalogue's entry, None when the model is not in it. When it reasons, its
+    encrypted reasoning is asked for (the gateway stores nothing with `store: false`), to hand back
+    on the next tool turn (reasoning.py); models that do not reason refuse the `include`. Its
+    reasoning effort is one it accepts (effort.py)."""
     body: dict[str, Any] = {
         "model": request.model,
         "input": translate_messages(request.messages, names, request.model),
@@ -74,12 +79,15 @@ def build_request(
     elif request.tools:
         body["tools"] = [translate_tool(tool.name, tool.description, tool.inputSchema, names) for tool in request.tools]
         body["tool_choice"] = "required" if request.toolMode == TOOL_MODE_REQUIRED else "auto"
-    body.update(options_from_settings(request.model, settings))
+    body.update(options_from_settings(settings))
     # The setting's options for this model, then the caller's, each over what came before (rfcs/0007).
     model_options.apply(body, model_options.for_model(request.model, settings.modelOptions))
-    model_options.apply(body, model_options.from_caller(request.modelOptions))
+    caller = model_options.from_caller(request.modelOptions)
+    model_options.apply(body, caller)
     hold_privacy(body, settings)
-    # Decided last: a per-model or caller option may have set a reasoning effort.
+    set_effort(body, request, settings, model, caller.reasoningEffort)
+    reasons = model is not None and model.reasoning
+    # Decided last: an extra body may have asked for reasoning too.
     if reasons or "reasoning" in body or any(i["type"] == "reasoning" for i in body["input"]):
         body["include"] = [ENCRYPTED_REASONING]
     return body
@@ -109,11 +117,35 @@ def as_transcript(items: list[Item]) -> list[Item]:
     return transcript
 
 
-def options_from_settings(model: str, settings: Settings) -> dict[str, Any]:
+def set_effort(
+    body: dict[str, Any], request: ChatRequest, settings: Settings, model: ModelInfo | None, caller: Effort | None
+) -> None:
+    """The reasoning effort, from the menu in the chat input, a caller or the settings, as one the
+    model accepts; an effort an extra body set is held to the same levels."""
+    efforts = model.efforts if model is not None else None
+    decision = decide(
+        request.model,
+        efforts,
+        model is not None,
+        settings.effort_for(request.model),
+        request.modelConfiguration.get(MENU_KEY),
+        caller,
+    )
+    if decision.note:
+        log.info("%s", decision.note)
+    if decision.level is not None:
+        body["reasoning"] = {"effort": decision.level, "summary": "auto"}
+        return
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, dict) and isinstance(reasoning.get("effort"), str):
+        if model is not None and efforts is None:
+            body.pop("reasoning")  # a model that does not reason
+        elif (asked := level(reasoning["effort"])) is not None and asked != "default":
+            body["reasoning"] = {**reasoning, "effort": nearest(asked, efforts or by_rule(request.model))}
+
+
+def options_from_settings(settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    effort = _effort(model, settings)
-    if effort:
-        options["reasoning"] = {"effort": effort, "summary": "auto"}
     if settings.maxOutputTokens:
         options["max_output_tokens"] = max(16, settings.maxOutputTokens)
     routing = gateway_options(settings)
@@ -131,11 +163,6 @@ def hold_privacy(body: dict[str, Any], settings: Settings) -> None:
     provider_options = dict(body.get("providerOptions") or {})  # copies: extraBody's own objects stay as set
     provider_options["gateway"] = {**(provider_options.get("gateway") or {}), **held}
     body["providerOptions"] = provider_options
-
-
-def _effort(model: str, settings: Settings) -> str | None:
-    effort = settings.reasoningEffortByModel.get(model) or settings.reasoningEffort
-    return effort if effort and effort != "default" else None
 
 
 def gateway_options(settings: Settings) -> dict[str, Any]:

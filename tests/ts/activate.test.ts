@@ -139,6 +139,8 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     budgetFactor: 1,
     budgetInputTokens: 900,
     tokenizer: 'o200k_base',
+    configurationSchema: null,
+    warning: null,
   };
   const models = [
     { id: 5 },

@@ -45,7 +45,16 @@ const USER_ONLY: Record<string, string> = {
   'routing.caching': 'changes what is billed',
 };
 // Per workspace on purpose, and harmless to the user's key, money and data.
-const PER_WORKSPACE: readonly Setting[] = ['outputReservation', 'thinking', 'logLevel', 'connectTimeout', 'idleTimeout', 'requestTimeout', 'maxRetries'];
+const PER_WORKSPACE: readonly Setting[] = [
+  'outputReservation',
+  'thinking',
+  'logLevel',
+  'connectTimeout',
+  'idleTimeout',
+  'requestTimeout',
+  'maxRetries',
+  'picker.models',
+];
 
 test('every setting names its scope; none a workspace could turn against the user is workspace-scoped', () => {
   const properties = manifest.contributes.configuration.properties;

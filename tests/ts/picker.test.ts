@@ -27,6 +27,8 @@ const model = (id: string): ModelEntry => ({
   budgetFactor: 1,
   budgetInputTokens: 900,
   tokenizer: 'o200k_base',
+  configurationSchema: null,
+  warning: null,
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */

@@ -36,6 +36,8 @@ function entry(id: string, input: number | null, output: number | null, toolCall
     budgetFactor: 1,
     budgetInputTokens: 900,
     tokenizer: 'o200k_base',
+    configurationSchema: null,
+    warning: null,
     maxOutputTokens: 100,
     capabilities: { toolCalling, imageInput: false },
     reasoning: false,

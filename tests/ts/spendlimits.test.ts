@@ -160,3 +160,28 @@ test('one Send on the per-request dialog does not lift the daily limit', async (
     window.close();
   }
 });
+
+test('the dialog says the estimate is token prices only when a setting the gateway bills beyond them is on', async () => {
+  stub.settings['vercelAiGateway.spend.maxRequestCost'] = 0.000001;
+  const window = await openWindow();
+  try {
+    stub.answers.warningButton.push('Cancel');
+    await chat(window, 'extras-off');
+    assert.doesNotMatch(stub.warningDetails.at(-1) ?? '', /token prices only/, 'nothing billed beyond tokens is on');
+    stub.settings['vercelAiGateway.attribution.user'] = 'ada';
+    stub.settings['vercelAiGateway.routing.zeroDataRetention'] = true;
+    stub.answers.warningButton.push('Cancel');
+    await chat(window, 'extras-on');
+    const detail = stub.warningDetails.at(-1) ?? '';
+    assert.match(detail, /^Send lets requests up to twice this estimate through/, 'what a Send does still comes first');
+    assert.match(
+      detail,
+      /The estimate is token prices only\. What the gateway may charge on your plan for vercelAiGateway\.attribution\.user, vercelAiGateway\.routing\.zeroDataRetention is not in it; the billed cost is\.$/,
+    );
+    assert.equal(await reached('extras-'), 0, 'Cancel sent nothing');
+  } finally {
+    window.close();
+    delete stub.settings['vercelAiGateway.attribution.user'];
+    delete stub.settings['vercelAiGateway.routing.zeroDataRetention'];
+  }
+});

@@ -24,6 +24,8 @@ const sonnet: ModelEntry = {
   budgetFactor: 1,
   budgetInputTokens: 183_616,
   tokenizer: 'o200k_base',
+  configurationSchema: null,
+  warning: null,
 };
 const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
   type: 'usage',

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
-import type { ModelEntry } from '../../extension/contract';
+import type { EffortProperty, ModelEntry } from '../../extension/contract';
 import type { Rpc } from '../../extension/rpc';
 import { checkCounts, checkModels, mergeCounts } from '../../extension/saved';
 import { readJson, writeJsonAtomic } from '../../extension/storage';
@@ -31,6 +31,18 @@ const MODEL: ModelEntry = {
   budgetFactor: 1,
   budgetInputTokens: 900,
   tokenizer: 'o200k_base',
+  configurationSchema: null,
+  warning: null,
+};
+const EFFORT_MENU: EffortProperty = {
+  type: 'string',
+  title: 'Thinking Effort',
+  description: 'How much the model reasons',
+  enum: ['low', 'medium', 'high'],
+  enumItemLabels: ['Low', 'Medium', 'High'],
+  enumDescriptions: ['less', 'balanced', 'more'],
+  default: 'medium',
+  group: 'navigation',
 };
 
 const dirs: string[] = [];
@@ -113,11 +125,25 @@ test('model cache: entries of the wrong shape are dropped one by one; duplicates
     { ...MODEL, budgetInputTokens: -1 },
     { ...MODEL, tokenizer: 5 },
     { ...MODEL, tokenizer: '../../o200k' },
+    { ...MODEL, configurationSchema: { properties: { reasoningEffort: { ...EFFORT_MENU, enum: ['low', 'ultra'] } } } },
+    { ...MODEL, configurationSchema: { properties: { reasoningEffort: { ...EFFORT_MENU, default: 'xhigh' } } } },
+    { ...MODEL, configurationSchema: { properties: { reasoningEffort: { ...EFFORT_MENU, enumItemLabels: ['Low'] } } } },
+    { ...MODEL, configurationSchema: { properties: { reasoningEffort: { ...EFFORT_MENU, group: 'tokens' } } } },
+    { ...MODEL, configurationSchema: { properties: {} } },
+    { ...MODEL, configurationSchema: 'menu' },
   ];
   const second = { ...MODEL, id: 'c/d' };
   const { value, dropped } = checkModels([...bad, MODEL, { ...MODEL, name: 'duplicate' }, second]);
   assert.deepEqual(value, [MODEL, second]);
   assert.equal(dropped, bad.length + 1);
+});
+
+test('models.json: a model with its effort menu is kept; one saved before menus existed has none', () => {
+  const withMenu = { ...MODEL, id: 'r/one', configurationSchema: { properties: { reasoningEffort: EFFORT_MENU } } };
+  const { configurationSchema: _menu, ...old } = { ...MODEL, id: 'r/two' };
+  const { value, dropped } = checkModels([withMenu, old]);
+  assert.equal(dropped, 0);
+  assert.deepEqual(value, [withMenu, { ...old, configurationSchema: null }]);
 });
 
 test('models.json saved before the budget unit: its entries are kept, in real tokens as with a factor of 1', () => {

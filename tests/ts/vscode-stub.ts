@@ -42,6 +42,9 @@ export const LanguageModelChatMessageRole = { User: 1, Assistant: 2 } as const;
 export const LanguageModelChatToolMode = { Auto: 1, Required: 2 } as const;
 export const StatusBarAlignment = { Left: 1, Right: 2 } as const;
 
+export class ThemeIcon {
+  constructor(readonly id: string) {}
+}
 export class ThemeColor {
   constructor(public id: string) {}
 }
@@ -282,6 +285,8 @@ export class SecretStorage {
 export const answers = {
   inputBox: [] as (string | undefined)[],
   quickPick: [] as (string | undefined)[],
+  /** The labels picked in the next multi-select quick pick (undefined: dismissed). */
+  quickPickMany: [] as (string[] | undefined)[],
   errorButton: [] as (string | undefined)[],
   infoButton: [] as (string | undefined)[],
   /** The title of the button clicked in the next warning that offers buttons (the spend dialog). */
@@ -296,6 +301,8 @@ export const openDialogs: object[] = [];
 export const quickPicks: { items: unknown[]; options?: object }[] = [];
 export const shownInfos: { message: string; actions: string[] }[] = [];
 export const shownWarnings: string[] = [];
+/** The `detail` of each warning shown (a modal's second line), or undefined. */
+export const warningDetails: (string | undefined)[] = [];
 export const inputBoxOptions: { validateInput?: (value: string) => string | undefined; password?: boolean }[] = [];
 export const shownErrors: { message: string; actions: string[] }[] = [];
 export const window = {
@@ -306,6 +313,8 @@ export const window = {
   },
   showWarningMessage: (message: string, ...rest: unknown[]) => {
     shownWarnings.push(message);
+    const options = rest[0] as { detail?: unknown } | undefined;
+    warningDetails.push(typeof options?.detail === 'string' ? options.detail : undefined);
     const items = rest.filter((item): item is { title: string } => typeof item === 'object' && item !== null && 'title' in item);
     if (!items.length) return Promise.resolve(undefined);
     const clicked = answers.warningButton.shift();
@@ -319,8 +328,13 @@ export const window = {
     inputBoxOptions.push(options);
     return Promise.resolve(answers.inputBox.shift());
   },
-  showQuickPick: (items: readonly (string | { label: string })[], options?: object) => {
+  showQuickPick: (items: readonly (string | { label: string })[], options?: { canPickMany?: boolean }) => {
     quickPicks.push({ items: [...items], options });
+    const label = (item: string | { label: string }) => (typeof item === 'string' ? item : item.label);
+    if (options?.canPickMany) {
+      const many = answers.quickPickMany.shift();
+      return Promise.resolve(many && items.filter((item) => many.includes(label(item))));
+    }
     const answer = answers.quickPick.shift();
     return Promise.resolve(items.find((item) => (typeof item === 'string' ? item : item.label) === answer));
   },

@@ -1,0 +1,88 @@
+// The picker the user curates (issue 22 §3), through the real extension.ts (VS Code's API stubbed),
+// the real sidecar and the loopback fake gateway: "Choose Gateway Models…" offers the catalogue with
+// windows and prices and writes `picker.models`; a model left out is still given to VS Code, marked
+// not user-selectable; a model without tools carries a warning.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
+import type * as vscode from 'vscode';
+import * as stub from './vscode-stub';
+import { PYTHON, startGateway } from './real';
+import { activate } from '../../extension/extension';
+import { isShown, matches } from '../../extension/curate';
+import type { GatewayChatProvider } from '../../extension/provider';
+
+const children: ChildProcess[] = [];
+const subscriptions: { dispose(): unknown }[] = [];
+let provider: GatewayChatProvider;
+let changes = 0;
+
+before(async () => {
+  const gateway = await startGateway(children);
+  stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
+  stub.settings['vercelAiGateway.maxRetries'] = 0;
+  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
+  const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-curate-'));
+  subscriptions.push({ dispose: () => fs.rmSync(storage, { recursive: true, force: true }) });
+  const context = { subscriptions, secrets: new stub.SecretStorage(), globalStorageUri: { fsPath: storage }, globalState: new stub.Memento() };
+  await activate(context as unknown as vscode.ExtensionContext);
+  provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+  provider.onDidChangeLanguageModelChatInformation(() => changes++);
+});
+
+after(() => {
+  subscriptions.forEach((d) => d.dispose());
+  children.forEach((child) => child.kill());
+  delete process.env.AI_GATEWAY_LM_PYTHON;
+  for (const name of ['baseUrl', 'maxRetries', 'picker.models']) delete stub.settings[`vercelAiGateway.${name}`];
+});
+
+type Info = vscode.LanguageModelChatInformation & { isUserSelectable?: boolean; warningText?: string; statusIcon?: { id: string } };
+const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
+const listed = async () => new Map(((await provider.provideLanguageModelChatInformation({ silent: true }, token())) as Info[]).map((m) => [m.id, m]));
+
+test('patterns: ids and globs, case-sensitive; none set shows every model', () => {
+  assert.ok(matches('anthropic/claude-sonnet-4.5', 'anthropic/*'));
+  assert.ok(matches('openai/gpt-5', 'openai/gpt-?'));
+  assert.ok(matches('openai/o3', 'openai/o[34]') && !matches('openai/o1', 'openai/o[34]') && matches('openai/o1', 'openai/o[!34]'));
+  assert.ok(!matches('openai/gpt-5-mini', 'openai/gpt-5'), 'an id is matched whole');
+  assert.ok(!matches('OpenAI/gpt-5', 'openai/*'));
+  assert.ok(matches('a.b/c+d', 'a.b/c+d') && !matches('axb/c+d', 'a.b/c+d'), 'other characters are literal');
+  assert.ok(isShown('x/y', []) && !isShown('x/y', ['a/*']));
+});
+
+test('Choose Gateway Models… writes the models picked; the others stay registered, not offered', async () => {
+  const before = await listed();
+  assert.ok(
+    [...before.values()].every((m) => m.isUserSelectable === undefined),
+    'every model offered before a choice',
+  );
+  const plain = before.get('fake/plain')!;
+  assert.match(plain.warningText ?? '', /does not support tools/, 'a model without tools says so in the picker');
+  assert.equal(plain.statusIcon?.id, 'warning');
+  assert.equal(before.get('fake/text')!.warningText, undefined, 'no warning where there is nothing to warn of');
+
+  const seen = changes;
+  stub.answers.quickPickMany.push(['Fake Text', 'Fake Tools']);
+  await stub.commands.executeCommand('vercelAiGateway.chooseModels');
+  const shown = stub.quickPicks.at(-1)!;
+  const items = shown.items as { label: string; description: string; detail: string; picked: boolean }[];
+  assert.ok((shown.options as { canPickMany?: boolean }).canPickMany, 'several at once');
+  const text = items.find((i) => i.label === 'Fake Text')!;
+  assert.deepEqual([text.description, text.detail, text.picked], ['fake/text', '200K · $3.00/$15.00', true], 'the window and prices');
+  assert.deepEqual(stub.settings['vercelAiGateway.picker.models'], ['fake/text', 'fake/tools']);
+  assert.equal(stub.configUpdates.at(-1)?.target, stub.ConfigurationTarget.Global, "the user's settings");
+  assert.ok(changes > seen, 'VS Code is told the list changed');
+
+  const after = await listed();
+  assert.equal(after.size, before.size, 'no model dropped: settings that name one keep working');
+  for (const [id, model] of after) assert.equal(model.isUserSelectable, ['fake/text', 'fake/tools'].includes(id) ? undefined : false, id);
+
+  stub.answers.quickPickMany.push(items.map((i) => i.label)); // every model again
+  await stub.commands.executeCommand('vercelAiGateway.chooseModels');
+  assert.deepEqual(stub.settings['vercelAiGateway.picker.models'], [], 'all picked: the setting offers every model, new ones too');
+});
