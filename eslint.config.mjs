@@ -23,6 +23,26 @@ export default defineConfig(
     },
   },
   {
+    // The code the Show Usage page runs (extension/webview/) and the code it shares with the
+    // extension (extension/shared/) run in a webview, where there is no `vscode` module: they import
+    // neither it nor the extension's other modules (the generated contract's types excepted).
+    files: ['extension/shared/**/*.ts', 'extension/webview/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'vscode', message: 'A webview has no vscode module (extension/shared/ and extension/webview/).' }],
+          patterns: [
+            {
+              regex: '^\\.\\./(?!contract$|shared/)',
+              message: 'extension/shared/ and extension/webview/ import only each other and ../contract: they run in a webview.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Fakes implement async interfaces (Rpc, the provider's hooks) without awaiting anything.
     files: ['tests/ts/**/*.ts'],
     rules: { '@typescript-eslint/require-await': 'off' },

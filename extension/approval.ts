@@ -3,7 +3,7 @@
 // make the guard unusable. So an approval covers the next APPROVAL_MS of requests up to
 // APPROVAL_RATIO × the estimate the user saw. It lives in memory: a new window asks again.
 import type { ChatParams } from './contract';
-import type { Refusal } from './spendTypes';
+import type { Refusal } from './records';
 
 export const APPROVAL_MS = 10 * 60_000;
 export const APPROVAL_RATIO = 2;

@@ -17,7 +17,7 @@ await build({
 });
 
 await build({
-  entryPoints: ['extension/webview/usage.ts', 'extension/webview/usage.css'],
+  entryPoints: ['extension/webview/page.ts', 'extension/webview/page.css'],
   bundle: true,
   outdir: 'dist/webview',
   platform: 'browser',

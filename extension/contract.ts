@@ -27,7 +27,7 @@ export interface RpcContract {
 }
 export interface RpcMethods {
   'gateway/models': {
-    params: ModelsParams;
+    params: KeyParams;
     result: ModelsResult;
   };
   'gateway/chat': {
@@ -43,7 +43,7 @@ export interface RpcMethods {
     result: ConfigureResult;
   };
   'gateway/credits': {
-    params: CreditsParams;
+    params: KeyParams;
     result: Credits;
   };
   'gateway/usage': {
@@ -51,7 +51,10 @@ export interface RpcMethods {
     result: UsageResult;
   };
 }
-export interface ModelsParams {
+/**
+ * `gateway/models` and `gateway/credits`: the key to ask with (None: the sidecar's own).
+ */
+export interface KeyParams {
   apiKey?: string | null;
 }
 export interface ModelsResult {
@@ -224,7 +227,7 @@ export interface ConfigureParams {
 }
 /**
  * User settings that shape requests and transport. Names match the extension's settings
- * (SETTING_IDS maps those that differ). Each is validated on its own: `updated_settings`.
+ * (SETTING_IDS maps each to its id). Each is validated on its own: `updated_settings`.
  */
 export interface Settings {
   baseUrl?: string;
@@ -281,9 +284,6 @@ export interface ModelOptions {
 }
 export interface ConfigureResult {
   ok: true;
-}
-export interface CreditsParams {
-  apiKey?: string | null;
 }
 /**
  * USD; both None when the key cannot read the team's credits.
@@ -420,3 +420,36 @@ export const MAX_TIME = 40;
 export const MAX_TOKEN_COUNT = 1099511627776;
 export const MAX_USD = 1000000000;
 export const SECRET_WORDS = ['apikey', 'secret', 'token', 'password', 'passwd', 'credential', 'privatekey', 'accesskey', 'auth'] as const;
+export const SETTING_IDS = {
+  baseUrl: 'vercelAiGateway.baseUrl',
+  reasoningEffort: 'vercelAiGateway.reasoningEffort',
+  reasoningEffortByModel: 'vercelAiGateway.reasoningEffortByModel',
+  gatewayOrder: 'vercelAiGateway.routing.order',
+  gatewayOnly: 'vercelAiGateway.routing.only',
+  gatewayModels: 'vercelAiGateway.routing.fallbackModels',
+  maxOutputTokens: 'vercelAiGateway.maxOutputTokens',
+  outputReservation: 'vercelAiGateway.outputReservation',
+  connectTimeout: 'vercelAiGateway.connectTimeout',
+  idleTimeout: 'vercelAiGateway.idleTimeout',
+  requestTimeout: 'vercelAiGateway.requestTimeout',
+  maxRetries: 'vercelAiGateway.maxRetries',
+  caBundle: 'vercelAiGateway.caBundle',
+  proxy: 'http.proxy',
+  proxyStrictSSL: 'http.proxyStrictSSL',
+  noProxy: 'http.noProxy',
+  proxyAuthorization: 'http.proxyAuthorization',
+  systemCertificates: 'http.systemCertificates',
+  modelOptions: 'vercelAiGateway.modelOptions',
+  logLevel: 'vercelAiGateway.logLevel',
+  maxRequestCost: 'vercelAiGateway.spend.maxRequestCost',
+  maxDailyCost: 'vercelAiGateway.spend.maxDailyCost',
+  usageRetentionDays: 'vercelAiGateway.usage.retentionDays',
+  gatewaySort: 'vercelAiGateway.routing.sort',
+  zeroDataRetention: 'vercelAiGateway.routing.zeroDataRetention',
+  disallowPromptTraining: 'vercelAiGateway.routing.disallowPromptTraining',
+  serviceTier: 'vercelAiGateway.routing.serviceTier',
+  caching: 'vercelAiGateway.routing.caching',
+  attributionUser: 'vercelAiGateway.attribution.user',
+  attributionTags: 'vercelAiGateway.attribution.tags',
+  tagWorkspace: 'vercelAiGateway.attribution.tagWorkspace',
+} as const;

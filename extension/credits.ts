@@ -5,15 +5,15 @@ import * as vscode from 'vscode';
 import { fromRpcError, MANAGE_KEY, showError } from './errors';
 import { notify } from './notify';
 import { parseCredits } from './records';
-import type { Rpc } from './rpc';
-import type { CreditsResult } from './spendTypes';
-import { dollars } from './status';
+import type { Rpc } from './sidecar/rpc';
+import type { Credits } from './contract';
+import { dollars } from './shared/money';
 
 export const CREDITS_INTERVAL_MS = 60_000;
 
-export class Credits {
+export class CreditsReader {
   private fetchedAt = Number.NEGATIVE_INFINITY;
-  private fetching: Promise<CreditsResult> | undefined;
+  private fetching: Promise<Credits> | undefined;
 
   constructor(
     private readonly rpc: Rpc,
@@ -30,7 +30,7 @@ export class Credits {
   }
 
   /** Fetches now (one fetch at a time); the balance goes to the status bar too. */
-  fetch(): Promise<CreditsResult> {
+  fetch(): Promise<Credits> {
     this.fetchedAt = this.clock(); // a failure also waits its minute
     this.fetching ??= this.read().finally(() => (this.fetching = undefined));
     return this.fetching;
@@ -41,18 +41,18 @@ export class Credits {
     if (!(await this.apiKey())) return showError('Set an API key to see its credits.', MANAGE_KEY);
     try {
       const { balance, totalUsed } = await this.fetch();
-      const used = totalUsed === null ? '' : ` (${dollars(totalUsed, true)} used so far)`;
+      const used = totalUsed === null ? '' : ` (${dollars(totalUsed, 'cents')} used so far)`;
       const text =
         balance === null
           ? 'This API key cannot read the team’s credit balance (the gateway refused it); requests still work.'
-          : `Vercel AI Gateway credits: ${dollars(balance, true)} left${used}.`;
+          : `Vercel AI Gateway credits: ${dollars(balance, 'cents')} left${used}.`;
       void notify('info', text);
     } catch (error) {
       showError(`Could not read the credits: ${fromRpcError(error).message}`);
     }
   }
 
-  private async read(): Promise<CreditsResult> {
+  private async read(): Promise<Credits> {
     const result = parseCredits(await this.rpc.request('gateway/credits', { apiKey: await this.apiKey() }));
     this.onBalance(result.balance);
     return result;

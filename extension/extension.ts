@@ -3,7 +3,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { COMMANDS, NETWORK_SECTION, NETWORK_SETTINGS, SECTION, setting, settingId, VENDOR } from './config';
-import { Credits } from './credits';
+import { CreditsReader } from './credits';
 import { forgetShown } from './errors';
 import { askToSend } from './guard';
 import { KeyStore } from './keys';
@@ -12,18 +12,18 @@ import { notify } from './notify';
 import { tellWorkspaceCostly } from './overrides';
 import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
-import { chooseInterpreter } from './setup';
-import { redacting, SidecarConnection, sidecarSecrets } from './sidecar';
+import { chooseInterpreter } from './sidecar/setup';
+import { redacting, SidecarConnection, sidecarSecrets } from './sidecar/connection';
 import { SmallTasks } from './smalltasks';
-import { UsageStatus } from './status';
+import { StatusBar } from './status';
 import { readJson, writeJsonAtomic } from './storage';
-import { UsagePanel } from './usagePanel';
+import { Dashboard } from './dashboard';
 import { chooseModels, shownPatterns } from './curate';
 import type { ThinkingMode } from './wire';
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel('Vercel AI Gateway', { log: true });
-  const status = new UsageStatus();
+  const status = new StatusBar();
   const keys = new KeyStore(context.secrets);
   let settingSecrets = sidecarSecrets(); // read again when a setting changes, not per log line
   const sidecar = new SidecarConnection(
@@ -36,7 +36,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const warn = (message: string) => log.warn(message);
   let cache: Promise<ModelEntry[]> | undefined; // read once: a bad file is reported once
-  const credits = new Credits(
+  const credits = new CreditsReader(
     sidecar,
     () => keys.get(),
     (balance) => status.setCredits(balance),
@@ -92,7 +92,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.useForSmallTasks, () => smallTasks.choose()),
     vscode.commands.registerCommand(COMMANDS.chooseModels, () => chooseModels(() => provider.catalogue())),
     vscode.commands.registerCommand(COMMANDS.showCredits, () => credits.show()),
-    vscode.commands.registerCommand(COMMANDS.showUsage, () => UsagePanel.show(context.extensionUri, sidecar, log)),
+    vscode.commands.registerCommand(COMMANDS.showUsage, () => Dashboard.show(context.extensionUri, sidecar, log)),
     vscode.commands.registerCommand(COMMANDS.restartServer, restart),
     // A new pythonPath restarts the sidecar below; the same one picked again restarts it here.
     vscode.commands.registerCommand(COMMANDS.chooseInterpreter, async () => {

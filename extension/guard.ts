@@ -4,7 +4,8 @@
 import * as vscode from 'vscode';
 import { BILLED_BEYOND_TOKENS, Setting, setting, settingId } from './config';
 import { notify } from './notify';
-import type { Refusal } from './spendTypes';
+import { dollars } from './shared/money';
+import type { Refusal } from './records';
 
 export type SpendAnswer = 'send' | 'cancel' | 'change';
 
@@ -31,7 +32,7 @@ function detailOf(refusal: Refusal): string {
     case 'request':
       return 'Send lets requests up to twice this estimate through for 10 minutes. The daily limit still applies to each.';
     case 'day': {
-      const spent = refusal.spentToday === null ? '' : `Spent today (UTC): $${refusal.spentToday.toFixed(2)}. `;
+      const spent = refusal.spentToday === null ? '' : `Spent today (UTC): ${dollars(refusal.spentToday, 'cents')}. `;
       return `${spent}Send lets this request through; the next one is checked against the daily limit again.`;
     }
     case 'unpriced':

@@ -7,8 +7,9 @@ import { fromRpcError, isCancellation } from './errors';
 import { plain } from './notify';
 import type { SpendAnswer } from './guard';
 import { spendLimitOf } from './records';
-import type { Refusal, SpendChatParams } from './spendTypes';
-import type { Rpc } from './rpc';
+import type { ChatParams } from './contract';
+import type { Refusal } from './records';
+import type { Rpc } from './sidecar/rpc';
 import { ToolPrefetch } from './prefetch';
 import { TokenCounter, ToolInfo } from './tokens';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
@@ -166,7 +167,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     this.hooks.onRequest?.(typeof initiator === 'string' ? initiator : undefined);
     const thinking = this.hooks.thinking();
     const subscription = this.rpc.onParts(requestId, (parts) => reportParts(parts, thinking, progress));
-    const params: SpendChatParams = {
+    const params: ChatParams = {
       requestId,
       model: model.id,
       messages: messages.map((m) => serializeMessage(m)),
@@ -212,8 +213,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
    * re-issues it with the estimate they approved (rfcs/0006-spend.md, "Approval"). Declined, it is
    * the short answer the chat shows instead: Copilot prints a thrown error, even a cancellation,
    * as "Sorry, your request failed" with a stack (seen in 1.139). */
-  private async guardedChat(params: SpendChatParams, token: vscode.CancellationToken): Promise<ChatResult | string> {
-    let sent: SpendChatParams = { ...params, ...this.approvals.carried(params.model) };
+  private async guardedChat(params: ChatParams, token: vscode.CancellationToken): Promise<ChatResult | string> {
+    let sent: ChatParams = { ...params, ...this.approvals.carried(params.model) };
     // A request can pass both limits (asked twice), and today's spend can move between the
     // question and the re-send (asked again); a sidecar that keeps refusing is an error.
     for (let asked = 0; ; asked++) {

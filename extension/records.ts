@@ -1,8 +1,16 @@
 // The sidecar's spend data, checked as it arrives: a record or an error's data that is not the
 // seam's shape is dropped (the caller says so once) rather than drawn or summed. No vscode import:
-// the usage webview's code shares extension/usageData.ts, which builds on these.
+// the dashboard's code shares extension/shared/dashboardData.ts, which builds on these.
 import { MAX_ID, MAX_MODEL_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD } from './contract';
-import { SPEND_LIMIT, type CreditsResult, type Refusal, type UsageRecord } from './spendTypes';
+import type { Credits, ErrorKind, SpendScope, UsageRecord } from './contract';
+
+/** The fields a `spend_limit` error's `data` carries beside `kind` and `status` (optional in
+ * ErrorData, which every error shares; `refusalOf` checks they are there). */
+export type SpendLimitData = { estimate: number | null; limit: number; spentToday: number | null; scope: SpendScope };
+/** A spend-guard refusal as the user is asked about it: its data and the sidecar's message. */
+export type Refusal = SpendLimitData & { message: string };
+
+const SPEND_LIMIT: ErrorKind = 'spend_limit';
 
 type Json = Record<string, unknown>;
 
@@ -47,7 +55,7 @@ export function parseUsageRecords(value: unknown): { records: UsageRecord[]; dro
 }
 
 /** A balance to show, or null (hidden) for anything but a finite amount. */
-export function parseCredits(value: unknown): CreditsResult {
+export function parseCredits(value: unknown): Credits {
   const r = isObject(value) ? value : {};
   const amount = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
   return { balance: amount(r.balance), totalUsed: amount(r.totalUsed) };

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { VENDOR } from './config';
 import type { ModelEntry } from './contract';
 import { notify, plain } from './notify';
+import { perMillion } from './shared/money';
 
 /** Copilot's "copilot-utility" and "copilot-utility-small" families; values are `vendor/id`. */
 export const UTILITY_MODEL = 'chat.utilityModel';
@@ -48,11 +49,7 @@ export function settingValue(model: ModelEntry): string {
 export function describePrice(model: ModelEntry): string {
   const { input, output } = model.pricing;
   if (input === null || output === null) return 'no price listed';
-  return `$${usd(input)} in / $${usd(output)} out per million tokens`;
-}
-
-function usd(value: number): string {
-  return value >= 1 ? value.toFixed(2) : String(Number(value.toPrecision(2)));
+  return `${perMillion(input)} in / ${perMillion(output)} out per million tokens`;
 }
 
 function isSet(value: unknown): boolean {

@@ -4,7 +4,8 @@ import * as vscode from 'vscode';
 import { COMMANDS, STATUS_ITEM_ID } from './config';
 import { MAX_USD, type ModelEntry, type UsagePart } from './contract';
 import { plain } from './notify';
-import type { UsageRecord } from './spendTypes';
+import { dollars } from './shared/money';
+import type { UsageRecord } from './contract';
 
 /** Requests whose estimate is remembered until their billed cost replaces it in the session total. */
 const REMEMBERED = 50;
@@ -17,7 +18,7 @@ interface Shown {
   record: UsageRecord | undefined;
 }
 
-export class UsageStatus implements vscode.Disposable {
+export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(STATUS_ITEM_ID, vscode.StatusBarAlignment.Right, 100);
   private sessionCost = 0;
   private shown: Shown | undefined;
@@ -83,9 +84,9 @@ export class UsageStatus implements vscode.Disposable {
       `Input: ${usage.inputTokens} tokens (cached ${usage.cachedTokens})`,
       `Output: ${usage.outputTokens} tokens (reasoning ${usage.reasoningTokens})`,
       share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${model?.contextWindow}`,
-      cost === undefined ? '' : `${costLabel(record)}: ${approx}${precise(cost)} · this session ${precise(this.sessionCost)}`,
+      cost === undefined ? '' : `${costLabel(record)}: ${approx}${dollars(cost, 'bill')} · this session ${dollars(this.sessionCost, 'bill')}`,
       ...billedLines(record),
-      this.credits === null ? '' : `Credits: ${dollars(this.credits, true)} left`,
+      this.credits === null ? '' : `Credits: ${dollars(this.credits, 'cents')} left`,
     ]
       .filter(Boolean)
       .join('\n');
@@ -122,16 +123,6 @@ function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
   const fresh = usage.inputTokens - usage.cachedTokens;
   const cost = (fresh * input + usage.cachedTokens * (cacheRead ?? input) + usage.outputTokens * output) / 1_000_000;
   return cost <= MAX_USD ? cost : undefined; // past it, no cost: as the sidecar's record (usage.bounded_usd)
-}
-
-/** Cents where they matter, four places below a cent (most single requests); a balance in cents. */
-export function dollars(amount: number, cents = false): string {
-  return `$${cents || amount >= 0.01 ? amount.toFixed(2) : amount.toFixed(4)}`;
-}
-
-/** The tooltip's amounts: a bill is exact to a hundredth of a cent, so below a dollar it shows four places. */
-function precise(amount: number): string {
-  return `$${amount >= 1 ? amount.toFixed(2) : amount.toFixed(4)}`;
 }
 
 function short(n: number): string {

@@ -4,7 +4,7 @@
 // counts, unscaled: Copilot measures the messages with its own o200k tokenizer, and the model's window
 // is advertised in the same unit (rfcs/0004-token-accounting.md, "One budget unit").
 import * as crypto from 'node:crypto';
-import type { Rpc } from './rpc';
+import type { Rpc } from './sidecar/rpc';
 import { checkCounts, SavedCounts } from './saved';
 import type { MessageIn } from './contract';
 

@@ -56,7 +56,7 @@ const TS =
  * (`errors`, `tokens`) holds both files' names. */
 const modules = new Map();
 for (const file of tracked) {
-  const module = /^server\/gateway_lm\/(\w+)\.py$/.exec(file)?.[1] ?? /^extension\/(?:webview\/)?(\w+)\.ts$/.exec(file)?.[1];
+  const module = /^server\/gateway_lm\/(?:\w+\/)?(\w+)\.py$/.exec(file)?.[1] ?? /^extension\/(?:\w+\/)?(\w+)\.ts$/.exec(file)?.[1];
   if (!module) continue;
   const names = modules.get(module) ?? new Set();
   const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
@@ -93,7 +93,7 @@ function* references(text) {
   for (const match of body.matchAll(/\]\(([^)\s]+)\)/g)) if (!/^[a-z]+:/.test(match[1])) yield match[1];
 }
 
-// A setting's name (`spend.maxDailyCost`) is not a module's symbol (`spend.py`).
+// A setting's name (`spend.maxDailyCost`) is not a module's symbol (`history.py`).
 const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
 const settings = new Set(Object.keys(manifest.contributes.configuration.properties).map((id) => id.replace(/^vercelAiGateway\./, '')));
 
@@ -114,11 +114,11 @@ for (const doc of docs) {
     }
   }
 }
-// RFC 0001's module tables name every module of both languages: a new module without a row is a
-// module nobody can find.
+// RFC 0001's module tables name every module of both languages, in their folders too (by file
+// name): a new module without a row is a module nobody can find.
 if (!given.length) {
   const architecture = fs.readFileSync(path.join(ROOT, 'rfcs/0001-architecture.md'), 'utf8');
-  for (const file of tracked.filter((f) => /^server\/gateway_lm\/\w+\.py$|^extension\/\w+\.ts$/.test(f))) {
+  for (const file of tracked.filter((f) => /^server\/gateway_lm\/(?:\w+\/)?\w+\.py$|^extension\/(?:\w+\/)?\w+\.ts$/.test(f))) {
     const name = path.basename(file);
     if (!['__init__.py', '__main__.py'].includes(name) && !architecture.includes(`\`${name}\``)) {
       problems.push(`rfcs/0001-architecture.md: no row names \`${name}\` (${file})`);

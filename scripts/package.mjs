@@ -75,7 +75,7 @@ function stageExtension(dir) {
   delete manifest.scripts;
   fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   for (const file of ['README.md', 'CHANGELOG.md', 'LICENSE', manifest.icon]) copy(path.join(ROOT, file), path.join(dir, file));
-  for (const file of ['dist/extension.js', 'dist/webview/usage.js', 'dist/webview/usage.css']) copy(path.join(ROOT, file), path.join(dir, file));
+  for (const file of ['dist/extension.js', 'dist/webview/page.js', 'dist/webview/page.css']) copy(path.join(ROOT, file), path.join(dir, file));
   const wheels = fs.readdirSync(path.join(ROOT, 'python')).filter((f) => f.endsWith('.whl'));
   if (wheels.length !== 1) throw new Error(`python/ holds ${wheels.length} sidecar wheels: run make build`);
   for (const file of [...wheels, 'requirements.txt']) copy(path.join(ROOT, 'python', file), path.join(dir, 'python', file));

@@ -11,7 +11,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from gateway_lm.params import plain_params_converter
+from gateway_lm.rpc.params import plain_params_converter
 
 _ids = itertools.count(1000)
 

@@ -11,7 +11,7 @@ from pygls.exceptions import JsonRpcException
 
 from fake_gateway import FakeServer
 from gateway_lm.accounting import MAX_FACTOR, Accounting, limit_from_message
-from gateway_lm.protocol import ChatRequest
+from gateway_lm.messages import ChatRequest
 from gateway_lm.settings import Settings
 from gateway_lm.toolnames import ToolNameMap
 from gateway_lm.translate import build_request

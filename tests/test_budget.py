@@ -12,7 +12,7 @@ from pygls.exceptions import JsonRpcException
 
 from fake_gateway import FakeServer
 from gateway_lm.budget import WINDOW_STEP, BudgetFactors
-from gateway_lm.models import model_from_gateway
+from gateway_lm.catalogue import model_from_gateway
 from gateway_lm.picker import ModelEntry, picker_entry
 from sidecar_client import Sidecar
 

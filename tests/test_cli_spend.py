@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from fake_gateway import FakeServer
-from gateway_lm.history import DB_NAME, UsageStore
+from gateway_lm.spend.history import DB_NAME, UsageStore
 from test_cli import cli
 from test_history import now, record
 

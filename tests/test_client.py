@@ -11,11 +11,11 @@ import pytest
 
 from conftest import text_of
 from fake_gateway import FakeServer
+from gateway_lm.catalogue import catalogue
 from gateway_lm.client import MAX_REPORTED_RETRY_AFTER, GatewayClient, parse_retry_after
 from gateway_lm.errors import GatewayError
-from gateway_lm.models import catalogue
+from gateway_lm.messages import ChatRequest
 from gateway_lm.pipeline import ChatOutcome, stream_chat
-from gateway_lm.protocol import ChatRequest
 from gateway_lm.settings import Settings
 
 USER = [{"role": 1, "content": [{"type": "text", "value": "hi"}]}]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway_lm.framing import PARSE_ERROR, Fault, Framer
-from gateway_lm.stdio import parse
+from gateway_lm.rpc.framing import PARSE_ERROR, Fault, Framer
+from gateway_lm.rpc.stdio import parse
 
 
 def frame(body: bytes, length: int | None = None, extra: bytes = b"") -> bytes:

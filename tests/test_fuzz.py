@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from conftest import text_of
 from gateway_lm.adapt import adapt_stream
 from gateway_lm.errors import GatewayError
-from gateway_lm.protocol import PartOut
+from gateway_lm.messages import PartOut
 from gateway_lm.replay import events_from_recording
 from gateway_lm.sse import SSEFramer, parse_event
 

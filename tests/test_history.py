@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway_lm.history import DB_NAME, UsageStore, utc_day
+from gateway_lm.spend.history import DB_NAME, UsageStore, utc_day
 
 PER_WRITER = 300
 

@@ -21,9 +21,9 @@ from connect_proxy import ConnectProxy
 from fake_gateway import FakeServer
 from gateway_lm.client import GatewayClient
 from gateway_lm.errors import GatewayError
+from gateway_lm.messages import ChatRequest
 from gateway_lm.network import bypasses_proxy
 from gateway_lm.pipeline import stream_chat
-from gateway_lm.protocol import ChatRequest
 from gateway_lm.settings import Settings, secrets_of, updated_settings
 from sidecar_client import Sidecar
 

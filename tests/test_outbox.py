@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gateway_lm.outbox import Outbox, PipeWriter, coalesced, stdout_writer
-from gateway_lm.protocol import PartOut
+from gateway_lm.messages import PartOut
+from gateway_lm.rpc.outbox import Outbox, PipeWriter, coalesced, stdout_writer
 
 
 def text(value: str) -> PartOut:

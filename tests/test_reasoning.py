@@ -21,7 +21,7 @@ from conftest import text_of
 from fake_gateway import FakeServer
 from fake_reasoning import MARKER, STEPS
 from gateway_lm.adapt import adapt_stream
-from gateway_lm.protocol import MAX_ENCRYPTED, PartOut
+from gateway_lm.messages import MAX_ENCRYPTED, PartOut
 from gateway_lm.replay import events_from_recording
 from sidecar_client import Sidecar
 from test_translate import assert_valid, body_for, msg, text

@@ -16,7 +16,7 @@ import pytest
 
 from gateway_lm.adapt import adapt_stream
 from gateway_lm.errors import GatewayError
-from gateway_lm.protocol import PartOut
+from gateway_lm.messages import PartOut
 from gateway_lm.replay import events_from_recording
 
 FIXTURES = Path(__file__).parent / "fixtures"

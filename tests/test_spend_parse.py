@@ -1,4 +1,4 @@
-"""What the gateway says about money is untrusted (gateway_lm/spend.py): each field is read on its
+"""What the gateway says about money is untrusted (gateway_lm/spend/lookups.py): each field is read on its
 own, and one that cannot be read is unknown, never a failure and never a number JSON cannot carry."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway_lm.spend import generation_from, usd
+from gateway_lm.spend.lookups import generation_from, read_usd
 from gateway_lm.usage import generation_id_from
 
 HOSTILE = [None, True, "NaN", "Infinity", "-1", "1e400", float("nan"), float("inf"), -5, [], {}, "x" * 10_000]
@@ -39,8 +39,8 @@ def test_a_payload_without_a_record_is_no_generation() -> None:
 
 
 def test_decimal_strings_read_as_usd() -> None:
-    assert usd("95.50") == 95.5 and usd(0.00123) == 0.00123
-    assert usd("-3.25") is None and usd("-3.25", signed=True) == -3.25
+    assert read_usd("95.50") == 95.5 and read_usd(0.00123) == 0.00123
+    assert read_usd("-3.25") is None and read_usd("-3.25", signed=True) == -3.25
 
 
 def test_a_generation_id_is_read_from_provider_metadata_only_when_it_is_text() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gateway_lm.protocol import ChatRequest, MessageIn
+from gateway_lm.messages import ChatRequest, MessageIn
 from gateway_lm.settings import Settings
 from gateway_lm.toolnames import ToolNameMap
 from gateway_lm.translate import build_request, is_summarisation_turn

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_lm import tokens
-from gateway_lm.protocol import MessageIn
+from gateway_lm.messages import MessageIn
 from gateway_lm.tokens import (
     PIECE,
     count_message,

@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from gateway_lm.protocol import ChatRequest
+from gateway_lm.messages import ChatRequest
 from gateway_lm.settings import Settings
 from gateway_lm.toolnames import ToolNameMap
 from gateway_lm.translate import CANCELLED_OUTPUT, build_request

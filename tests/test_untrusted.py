@@ -27,7 +27,7 @@ from conftest import record
 from fake_gateway import FakeServer
 from gateway_lm.accounting import Accounting
 from gateway_lm.client import MAX_REPORTED_RETRY_AFTER
-from gateway_lm.rpc import build_server
+from gateway_lm.rpc.methods import build_server
 from gateway_lm.settings import Settings, updated_settings
 from raw_sidecar import RawSidecar, strict_loads
 from sidecar_client import Sidecar

@@ -1,3 +1,3 @@
-"""Vercel AI Gateway for VS Code's language-model API: the Python sidecar and its CLI."""
+"""Vercel AI Gateway for Copilot Chat: the Python sidecar (`gateway-lm serve`) and its CLI."""
 
 __version__ = "0.1.0"

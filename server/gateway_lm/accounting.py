@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .statefile import MAX_FACTOR, MAX_LIMIT, MIN_FACTOR, MIN_LIMIT, State, read_state, write_state
 
-log = logging.getLogger("gateway_lm.accounting")
+log = logging.getLogger(__name__)
 
 __all__ = ["MAX_FACTOR", "MIN_FACTOR", "Accounting", "limit_from_message"]
 

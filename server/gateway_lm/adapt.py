@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import GatewayError, error_from_stream, with_advice
 from .items import Event, Key, OutputItems
-from .protocol import FinishReason, PartOut, UsagePart
+from .messages import FinishReason, PartOut, UsagePart
 from .reasoning import ReasoningLog
 from .shown import Shown
 from .toolnames import ToolNameMap

@@ -13,12 +13,12 @@ from typing import Any, NoReturn
 
 from . import cli_spend
 from .adapt import adapt_stream
+from .catalogue import catalogue
 from .client import GatewayClient
 from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
-from .models import catalogue
+from .messages import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
 from .pipeline import stream_chat
-from .protocol import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
 from .replay import events_from_recording
 from .settings import Settings, updated_settings
 from .terminal import printable
@@ -141,7 +141,7 @@ def run_count(args: argparse.Namespace, out: Output) -> None:
 
 
 def run_serve(args: argparse.Namespace, out: Output) -> None:
-    from .serve import serve
+    from .rpc.serve import serve
 
     serve()
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Protocol
 
 from .client import GatewayClient
-from .guard import usd
-from .history import DB_NAME, UsageRecord, UsageStore, utc_day
 from .settings import Settings
-from .spend import read_credits
+from .spend.history import DB_NAME, UsageRecord, UsageStore, utc_day
+from .spend.lookups import read_credits
+from .spend.prices import usd
 from .terminal import printable
 
 

@@ -39,7 +39,7 @@ from .settings import Settings
 from .sse import DONE, Event, SSEFramer, parse_event
 from .transport import AiohttpTransport
 
-log = logging.getLogger("gateway_lm.client")
+log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 20.0  # longer waits are the user's call, not a silent stall

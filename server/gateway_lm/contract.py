@@ -1,8 +1,8 @@
 """The RPC contract between the extension and the sidecar, in one place (rfcs/0003-rpc-contract.md).
 
 Each shape is a pydantic model or a TypedDict where the code that reads or builds it lives
-(protocol.py, params.py, models.py, picker.py, errors.py, ledger.py, history.py, spend.py); this
-module names them per method, adds the few that were plain dicts, and prints them as one JSON
+(messages.py, rpc/params.py, catalogue.py, picker.py, errors.py, spend/ledger.py, spend/history.py,
+spend/lookups.py); this module names them per method, adds the few that were plain dicts, and prints them as one JSON
 Schema: `python -m gateway_lm.contract`.
 scripts/gen-contract.mjs turns that into extension/contract.ts (`make contract`; `make lint` checks
 that the committed file is up to date), so the extension's types of the seam are never written by hand.
@@ -14,27 +14,22 @@ import json
 import sys
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
 from typing_extensions import TypeAliasType, TypedDict
 
 from .errors import ErrorData
-from .ledger import BilledNotification, CreditsParams, UsageParams, UsageResult
+from .messages import MAX_MODEL_ID, FinishReason, PartOut, UsagePart
 from .options import SECRET_WORDS
-from .params import ChatParams, ConfigureParams, CountParams
 from .picker import ModelEntry
-from .protocol import MAX_MODEL_ID, FinishReason, PartOut, UsagePart
-from .settings import Settings
-from .spend import Credits
+from .rpc.params import ChatParams, ConfigureParams, CountParams, KeyParams, UsageParams
+from .settings import SETTING_IDS, Settings
+from .spend.ledger import BilledNotification, UsageResult
+from .spend.lookups import Credits
 from .usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD
 
 # ---- shapes that were plain dicts ----
-
-
-class ModelsParams(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    apiKey: str | None = None
 
 
 class ModelsResult(TypedDict):
@@ -76,11 +71,11 @@ class Calibration(TypedDict):
 # Params are what the sidecar reads: a field with a default may be left out. Results and
 # notifications are what it writes: every field is there.
 METHODS: dict[str, tuple[Any, Any]] = {
-    "gateway/models": (ModelsParams, ModelsResult),
+    "gateway/models": (KeyParams, ModelsResult),
     "gateway/chat": (ChatParams, ChatResult),
     "gateway/countTokens": (CountParams, CountResult),
     "gateway/configure": (ConfigureParams, ConfigureResult),
-    "gateway/credits": (CreditsParams, Credits),
+    "gateway/credits": (KeyParams, Credits),
     "gateway/usage": (UsageParams, UsageResult),
 }
 NOTIFICATIONS: dict[str, Any] = {
@@ -89,9 +84,9 @@ NOTIFICATIONS: dict[str, Any] = {
     "gateway/billed": BilledNotification,  # server → client, once per chat after its result
 }
 # Constants the extension applies as the sidecar does, under the names they have at their homes
-# (usage.py, protocol.py, options.py): the bounds of a usage record and of a model id, and the words
-# that mark a secret's name in a model's extraBody. In the schema as `x-constants`; generated into
-# extension/contract.ts as `export const`s.
+# (usage.py, messages.py, options.py, settings.py): the bounds of a usage record and of a model id,
+# the words that mark a secret's name in a model's extraBody, and each setting's VS Code id. In the
+# schema as `x-constants`; generated into extension/contract.ts as `export const`s.
 CONSTANTS: dict[str, Any] = {
     "MAX_ID": MAX_ID,
     "MAX_MODEL_ID": MAX_MODEL_ID,
@@ -100,6 +95,7 @@ CONSTANTS: dict[str, Any] = {
     "MAX_TOKEN_COUNT": MAX_TOKEN_COUNT,
     "MAX_USD": MAX_USD,
     "SECRET_WORDS": list(SECRET_WORDS),
+    "SETTING_IDS": SETTING_IDS,
 }
 # Also in the contract: `data` of every JSON-RPC error, and `initialize`'s options, which carry what
 # `gateway/configure` carries.

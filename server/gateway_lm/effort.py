@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 
-log = logging.getLogger("gateway_lm.effort")
+log = logging.getLogger(__name__)
 
 Effort = Literal["default", "none", "minimal", "low", "medium", "high", "xhigh"]
 # The levels of OpenResponses' `reasoning.effort`, weakest first; "default" sends no effort.

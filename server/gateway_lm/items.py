@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .arguments import parse_arguments
-from .protocol import PartOut, ToolCallPart
+from .messages import PartOut, ToolCallPart
 from .toolnames import ToolNameMap
 
 Event = dict[str, Any]

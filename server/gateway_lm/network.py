@@ -18,7 +18,7 @@ import httpx
 
 from .settings import Settings
 
-log = logging.getLogger("gateway_lm.network")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from .budget import advertised_window
+from .catalogue import ModelInfo
 from .effort import ConfigurationSchema, Effort, menu
-from .models import ModelInfo
+from .spend.prices import per_million
 from .tokens import encoding_name_for
 
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
@@ -66,7 +67,7 @@ def tooltip(model: ModelInfo, factor: float = 1.0) -> str:
 def detail(model: ModelInfo) -> str:
     parts = [_k(model.contextWindow)]
     if model.pricing.input is not None and model.pricing.output is not None:
-        parts.append(f"${_usd(model.pricing.input)}/${_usd(model.pricing.output)}")
+        parts.append(f"{per_million(model.pricing.input)}/{per_million(model.pricing.output)}")
     if not model.capabilities.toolCalling:
         parts.append("no tools")
     return " · ".join(parts)
@@ -76,14 +77,10 @@ def _prices(model: ModelInfo) -> str:
     pricing = model.pricing
     if pricing.input is None or pricing.output is None:
         return ""
-    text = f"${_usd(pricing.input)} in / ${_usd(pricing.output)} out per million tokens"
+    text = f"{per_million(pricing.input)} in / {per_million(pricing.output)} out per million tokens"
     if pricing.cacheRead is not None:
-        text += f", cached input ${_usd(pricing.cacheRead)}"
+        text += f", cached input {per_million(pricing.cacheRead)}"
     return text
-
-
-def _usd(value: float) -> str:
-    return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}".rstrip("0")
 
 
 def _k(tokens: int) -> str:

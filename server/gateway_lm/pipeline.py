@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .adapt import StreamAdapter
+from .catalogue import ModelInfo
 from .client import GatewayClient
 from .errors import GatewayError
 from .fit import InputLimit, fit_request, has_tool_results
-from .models import ModelInfo
+from .messages import ChatRequest, FinishReason, PartOut, UsagePart
 from .options import for_model
-from .protocol import ChatRequest, FinishReason, PartOut, UsagePart
 from .settings import Settings
 from .toolnames import ToolNameMap
 from .translate import build_request

@@ -18,9 +18,9 @@ import threading
 from pygls.protocol import LanguageServerProtocol
 from pygls.server import JsonRPCServer
 
-from .wirejson import encode
+from .rpc.wirejson import encode
 
-log = logging.getLogger("gateway_lm.wire")
+log = logging.getLogger(__name__)
 _writes: set[asyncio.Future[None]] = set()
 
 

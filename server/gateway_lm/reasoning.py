@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .protocol import (
+from .messages import (
     MAX_ENCRYPTED,
     MAX_REASONING_ID,
     MAX_REASONING_ITEMS,
@@ -25,7 +25,7 @@ from .protocol import (
     ReasoningStatePart,
 )
 
-log = logging.getLogger("gateway_lm.reasoning")
+log = logging.getLogger(__name__)
 
 Key = int | str
 Item = dict[str, Any]

@@ -33,7 +33,7 @@ MAX_IDLE_TIMEOUT = 3600.0
 MAX_REQUEST_TIMEOUT = 86400.0
 MAX_RETRIES = 10
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "trace"})
-SETTING_IDS = {  # the settings' ids in VS Code where they are not `vercelAiGateway.<name>`
+_OTHER_IDS = {  # the settings' ids in VS Code where they are not `vercelAiGateway.<name>`
     "gatewayOrder": "vercelAiGateway.routing.order",
     "gatewayOnly": "vercelAiGateway.routing.only",
     "gatewayModels": "vercelAiGateway.routing.fallbackModels",
@@ -101,7 +101,7 @@ def _few_tags(value: list[str]) -> list[str]:
 
 class Settings(BaseModel):
     """User settings that shape requests and transport. Names match the extension's settings
-    (SETTING_IDS maps those that differ). Each is validated on its own: `updated_settings`."""
+    (SETTING_IDS maps each to its id). Each is validated on its own: `updated_settings`."""
 
     model_config = ConfigDict(extra="ignore", validate_assignment=True, allow_inf_nan=False)
     baseUrl: Annotated[str, AfterValidator(_http_url)] = "https://ai-gateway.vercel.sh/v1"
@@ -148,6 +148,14 @@ class Settings(BaseModel):
         `reasoningEffortByModel`'s over `reasoningEffort` (rfcs/0007); None when none asks."""
         option = for_model(model, self.modelOptions).reasoningEffort
         return option or self.reasoningEffortByModel.get(model) or self.reasoningEffort
+
+
+# Every setting's VS Code id, by its field: the one map between the two names. The extension reads
+# the settings it sends through it (contract.ts' SETTING_IDS, generated from contract.CONSTANTS, which
+# scripts/gen-contract.mjs checks against package.json); the sidecar names a bad value by its id.
+SETTING_IDS: dict[str, str] = {
+    name: _OTHER_IDS.get(name, f"vercelAiGateway.{name}") for name in Settings.model_fields if name != "stateDir"
+}
 
 
 def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settings, dict[str, str]]:

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .models import MAX_TOKENS
+from .catalogue import MAX_TOKENS
 
-log = logging.getLogger("gateway_lm.accounting")
+log = logging.getLogger(__name__)
 
 MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
 MIN_LIMIT, MAX_LIMIT = 1_000, MAX_TOKENS

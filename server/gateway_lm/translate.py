@@ -18,10 +18,10 @@ import logging
 from typing import Any
 
 from . import options as model_options
+from .catalogue import ModelInfo
 from .effort import MENU_KEY, Effort, by_rule, decide, level, nearest
 from .images import sniff_image_type
-from .models import ModelInfo
-from .protocol import (
+from .messages import (
     ROLE_ASSISTANT,
     ROLE_SYSTEM,
     TOOL_MODE_REQUIRED,
@@ -37,7 +37,7 @@ from .reasoning import reasoning_items
 from .settings import Settings, held_privacy
 from .toolnames import ToolNameMap
 
-log = logging.getLogger("gateway_lm.translate")
+log = logging.getLogger(__name__)
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."
 EMPTY_OUTPUT = "(the tool returned no output)"
 # Copilot's conversation-compaction requests: the full form's system prompt, and how the last user

@@ -10,8 +10,8 @@ import * as stub from './vscode-stub';
 import { startGateway, startSidecar } from './real';
 import type { ModelEntry, UsagePart } from '../../extension/contract';
 import { GatewayChatProvider, WINDOW_DEBOUNCE_MS } from '../../extension/provider';
-import type { Rpc } from '../../extension/rpc';
-import { UsageStatus } from '../../extension/status';
+import type { Rpc } from '../../extension/sidecar/rpc';
+import { StatusBar } from '../../extension/status';
 
 const REAL_LIMIT = 200_000 - 16_384; // fake/text: its window minus the output reservation
 const children: ChildProcess[] = [];
@@ -101,7 +101,7 @@ test('usage goes to Copilot in the unit of its window; the status bar shows the 
   const reported = reportedUsage(parts);
   assert.equal(reported.prompt_tokens, Math.round(usage.inputTokens / model.budgetFactor));
   assert.ok(usage.inputTokens > reported.prompt_tokens * 1.3, `real ${usage.inputTokens}, reported ${reported.prompt_tokens}`);
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.show(model, usage);
   const item = stub.statusBarItems.at(-1)!;
   assert.ok(usage.inputTokens < 1000 && item.text.includes(`: ${usage.inputTokens} in`), `real input tokens in ${item.text}`);

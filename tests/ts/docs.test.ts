@@ -22,17 +22,17 @@ function check(markdown: string): { status: number | null; output: string } {
 
 test('names that exist pass: files, folders, modules and their symbols, settings, run-time files', () => {
   const good = check(
-    'See `server/gateway_lm/ledger.py`, `ledger.py`, `extension/webview/`, `history.GUARD_READ_TIMEOUT_S`, ' +
-      '`rpc.Sidecar._priced`, `approval.Approvals`, `spend.maxDailyCost` (a setting), `usage.sqlite3`, `vscode.lm` and [RFC](rfcs/0006-spend.md).',
+    'See `server/gateway_lm/spend/ledger.py`, `ledger.py`, `extension/webview/`, `history.GUARD_READ_TIMEOUT_S`, ' +
+      '`methods.Sidecar._priced`, `approval.Approvals`, `spend.maxDailyCost` (a setting), `usage.sqlite3`, `vscode.lm` and [RFC](rfcs/0006-spend.md).',
   );
   assert.equal(good.status, 0, good.output);
 });
 
 test('a stale file, module symbol or link fails with the doc and line', () => {
-  const bad = check('Line one.\nThe settings are `protocol.Settings`; see `server/gateway_lm/gone.py`, `nothere.ts` and [x](rfcs/9999-none.md).\n');
+  const bad = check('Line one.\nThe settings are `messages.Settings`; see `server/gateway_lm/gone.py`, `nothere.ts` and [x](rfcs/9999-none.md).\n');
   assert.equal(bad.status, 1);
   for (const expected of [
-    "doc.md:2: `protocol.Settings`: 'protocol' defines no 'Settings'",
+    "doc.md:2: `messages.Settings`: 'messages' defines no 'Settings'",
     "no file or folder 'server/gateway_lm/gone.py'",
     "no file named 'nothere.ts'",
     "no file or folder 'rfcs/9999-none.md'",

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { createMessageConnection, Message, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import { FrameReader, MAX_MESSAGE } from '../../extension/frames';
-import { PartsRouter } from '../../extension/rpc';
+import { FrameReader, MAX_MESSAGE } from '../../extension/sidecar/frames';
+import { PartsRouter } from '../../extension/sidecar/rpc';
 
 function frame(message: object, headers = ''): Buffer {
   const body = Buffer.from(JSON.stringify(message), 'utf8');

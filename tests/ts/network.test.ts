@@ -12,7 +12,7 @@ import * as stub from './vscode-stub';
 import { PYTHON, startGateway } from './real';
 import { activate } from '../../extension/extension';
 import type { GatewayChatProvider } from '../../extension/provider';
-import { redacting, sidecarSecrets, sidecarSettings } from '../../extension/sidecar';
+import { redacting, sidecarSecrets, sidecarSettings } from '../../extension/sidecar/connection';
 
 const AUTH = 'Basic dXNlcjpzM2NyZXQ=';
 

@@ -6,7 +6,7 @@ import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import type { ModelEntry } from '../../extension/contract';
 import { GatewayChatProvider } from '../../extension/provider';
-import type { Rpc } from '../../extension/rpc';
+import type { Rpc } from '../../extension/sidecar/rpc';
 
 const model = (id: string): ModelEntry => ({
   id,

@@ -13,7 +13,7 @@ import { startGateway, startSidecar } from './real';
 import type { CountParams, ModelEntry } from '../../extension/contract';
 import { PREFETCH_DELAY_MS, PREFETCH_LIMITS, RECHECK_MS } from '../../extension/prefetch';
 import { GatewayChatProvider } from '../../extension/provider';
-import type { Rpc } from '../../extension/rpc';
+import type { Rpc } from '../../extension/sidecar/rpc';
 import { ToolInfo, toolStrings } from '../../extension/tokens';
 
 const children: ChildProcess[] = [];

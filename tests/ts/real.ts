@@ -4,8 +4,8 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { createMessageConnection, MessageConnection, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import { FrameReader } from '../../extension/frames';
-import { PartsRouter } from '../../extension/rpc';
+import { FrameReader } from '../../extension/sidecar/frames';
+import { PartsRouter } from '../../extension/sidecar/rpc';
 
 export const ROOT = path.resolve(__dirname, '../../..');
 export const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');

@@ -12,7 +12,7 @@ import * as vm from 'node:vm';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { GatewayChatError } from '../../extension/errors';
-import { defaultLimits, SidecarConnection, SidecarLimits } from '../../extension/sidecar';
+import { defaultLimits, SidecarConnection, SidecarLimits } from '../../extension/sidecar/connection';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');

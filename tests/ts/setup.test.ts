@@ -16,8 +16,8 @@ import { PYTHON, ROOT, startGateway } from './real';
 import { activate } from '../../extension/extension';
 import { forgetShown } from '../../extension/errors';
 import type { GatewayChatProvider } from '../../extension/provider';
-import { host, SetupError, sidecarPython } from '../../extension/setup';
-import { SidecarConnection } from '../../extension/sidecar';
+import { host, SetupError, sidecarPython } from '../../extension/sidecar/setup';
+import { SidecarConnection } from '../../extension/sidecar/connection';
 
 const FIXTURES = path.join(ROOT, 'tests/ts/fixtures/setup');
 const originalPath = process.env.PATH;

@@ -10,7 +10,7 @@ import { startGateway, startSidecar } from './real';
 import { GatewayChatError } from '../../extension/errors';
 import type { ModelEntry, UsagePart } from '../../extension/contract';
 import { GatewayChatProvider } from '../../extension/provider';
-import type { Rpc } from '../../extension/rpc';
+import type { Rpc } from '../../extension/sidecar/rpc';
 
 const children: ChildProcess[] = [];
 let connection: MessageConnection;

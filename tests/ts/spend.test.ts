@@ -9,14 +9,14 @@ import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { APPROVAL_MS, Approvals, carriedCost } from '../../extension/approval';
 import { MAX_ID, MAX_MODEL_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, type ModelEntry, type UsagePart } from '../../extension/contract';
-import { Credits } from '../../extension/credits';
+import { CreditsReader } from '../../extension/credits';
 import type { SpendAnswer } from '../../extension/guard';
-import type { Refusal } from '../../extension/spendTypes';
+import type { Refusal } from '../../extension/records';
 import { GatewayChatProvider } from '../../extension/provider';
 import { parseUsageRecord, spendLimitOf } from '../../extension/records';
-import { PartsRouter, Rpc } from '../../extension/rpc';
-import type { UsageRecord } from '../../extension/spendTypes';
-import { UsageStatus } from '../../extension/status';
+import { PartsRouter, Rpc } from '../../extension/sidecar/rpc';
+import type { UsageRecord } from '../../extension/contract';
+import { StatusBar } from '../../extension/status';
 
 const sonnet = {
   id: 'anthropic/claude-sonnet-4',
@@ -43,7 +43,7 @@ const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
 const item = () => stub.statusBarItems.at(-1)!;
 
 test('tooltip: the credits line shows the balance in cents and is hidden when the key cannot read it', () => {
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.show(sonnet, usage, 'chat-1');
   status.setCredits(12.3449);
   assert.match(item().tooltip!, /\nCredits: \$12\.34 left$/);
@@ -52,7 +52,7 @@ test('tooltip: the credits line shows the balance in cents and is hidden when th
 });
 
 test('tooltip: the billed cost replaces the estimate, with the provider, BYOK and the prompt cache', () => {
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.show(sonnet, usage, 'chat-1'); // estimate: 1,000 × $3 + 20 × $15 per million = $0.0033
   assert.match(item().tooltip!, /Cost: \$0\.0033 · this session \$0\.0033/);
   status.billed('chat-1', record({ byok: true }));
@@ -64,7 +64,7 @@ test('tooltip: the billed cost replaces the estimate, with the provider, BYOK an
 });
 
 test('tooltip: an estimate from the sidecar (the lookup gave up) is marked ≈, and a missing provider is not shown', () => {
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.show(sonnet, usage, 'chat-2');
   status.billed('chat-2', record({ billed: false, provider: null, byok: null, cost: 0.0041 }));
   assert.match(item().tooltip!, /Cost: ≈ \$0\.0041 · this session \$0\.0041/);
@@ -73,7 +73,7 @@ test('tooltip: an estimate from the sidecar (the lookup gave up) is marked ≈, 
 });
 
 test('tooltip: a bill that arrives before its result is kept for it; a bill for an older request only fixes the session total', () => {
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.billed('chat-3', record({ cost: 0.5 }));
   assert.equal(item().tooltip, undefined, 'nothing to show yet');
   status.show(sonnet, usage, 'chat-3');
@@ -88,7 +88,7 @@ test('approval: covers up to twice the approved estimate, for ten minutes', () =
   const approval = { estimate: 0.42, at: 1_000_000 };
   assert.equal(carriedCost(undefined, 1_000_000), undefined);
   assert.equal(carriedCost(approval, 1_000_000), 0.84);
-  // The sidecar lets a request through when its estimate is at most the carried cost (guard.py).
+  // The sidecar lets a request through when its estimate is at most the carried cost (prices.py).
   assert.equal(carriedCost(approval, 1_000_000 + APPROVAL_MS), 0.84);
   assert.ok(0.85 > carriedCost(approval, 1_000_000)!, 'more than twice asks again');
   assert.equal(carriedCost(approval, 1_000_000 + APPROVAL_MS + 1), undefined, 'a lapsed approval covers nothing');
@@ -251,7 +251,7 @@ test('credits: read after a request at most once a minute; null hides the line; 
       return answer;
     },
   } as unknown as Rpc;
-  const credits = new Credits(
+  const credits = new CreditsReader(
     rpc,
     async () => 'test-key-0123456789',
     (b) => balances.push(b),
@@ -306,7 +306,7 @@ test("records and the status bar take the sidecar's bounds (the contract's const
   }
   // The status bar's own estimate past the bound is no cost, as the sidecar's record has none.
   const absurd = { ...sonnet, pricing: { input: 1_000_000, output: 1_000_000, cacheRead: null, cacheWrite: null } } as ModelEntry;
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.show(absurd, { ...usage, inputTokens: 2_000_000_000 }, 'chat-absurd');
   assert.doesNotMatch(item().text, /\$\d/, 'no price in the bar');
   assert.doesNotMatch(item().tooltip!, /Cost:/);

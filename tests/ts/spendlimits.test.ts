@@ -95,7 +95,7 @@ function spentElsewhere(storage: string, usd: number): void {
   const script = [
     'import sys, datetime',
     'from pathlib import Path',
-    'from gateway_lm.history import DB_NAME, UsageStore',
+    'from gateway_lm.spend.history import DB_NAME, UsageStore',
     'now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")',
     'record = {"id": "gen_other", "time": now, "model": "fake/text", "provider": None, "inputTokens": 1,',
     '  "outputTokens": 1, "cachedTokens": 0, "cacheWriteTokens": 0, "reasoningTokens": 0,',

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as stub from './vscode-stub';
 import type { ModelEntry, UsagePart } from '../../extension/contract';
-import { UsageStatus } from '../../extension/status';
+import { StatusBar } from '../../extension/status';
 
 const sonnet: ModelEntry = {
   id: 'anthropic/claude-sonnet-4',
@@ -41,7 +41,7 @@ function latestItem(): stub.StatusBarItem {
 }
 
 test('shows tokens, share of the context window and the request cost; the tooltip breaks it down', () => {
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.show(sonnet, usage(12_345, 456, 10_000, 120));
   const item = latestItem();
   // 2,345 fresh × $3 + 10,000 cached × $0.30 + 456 × $15, per million tokens = $0.016875
@@ -58,7 +58,7 @@ test('shows tokens, share of the context window and the request cost; the toolti
 });
 
 test('amber from 75% of the context window, red from 90%', () => {
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.show(sonnet, usage(149_000, 1));
   assert.equal(latestItem().backgroundColor, undefined);
   status.show(sonnet, usage(150_000, 1));
@@ -68,7 +68,7 @@ test('amber from 75% of the context window, red from 90%', () => {
 });
 
 test('a model without prices shows no cost rather than a wrong one', () => {
-  const status = new UsageStatus();
+  const status = new StatusBar();
   status.show({ ...sonnet, pricing: { input: null, output: null, cacheRead: null, cacheWrite: null } }, usage(1000, 10));
   assert.equal(latestItem().text, '$(pulse) Claude Sonnet 4: 1.0K in · 10 out · <1% of context');
   assert.doesNotMatch(latestItem().tooltip!, /Cost/);

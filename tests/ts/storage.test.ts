@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
 import type { EffortProperty, ModelEntry } from '../../extension/contract';
-import type { Rpc } from '../../extension/rpc';
+import type { Rpc } from '../../extension/sidecar/rpc';
 import { checkCounts, checkModels, mergeCounts } from '../../extension/saved';
 import { readJson, writeJsonAtomic } from '../../extension/storage';
 import { TokenCounter } from '../../extension/tokens';

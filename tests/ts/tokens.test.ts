@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as vscode from 'vscode';
 import { GatewayChatProvider } from '../../extension/provider';
-import type { Rpc } from '../../extension/rpc';
+import type { Rpc } from '../../extension/sidecar/rpc';
 import * as stub from './vscode-stub';
 import { TokenCounter, ToolInfo, toolStrings } from '../../extension/tokens';
 import type { MessageIn } from '../../extension/contract';

@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .effort import Efforts, efforts_for
-from .protocol import MAX_MODEL_ID
+from .messages import MAX_MODEL_ID
 
-log = logging.getLogger("gateway_lm.models")
+log = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 DEFAULT_MAX_OUTPUT = 16_384

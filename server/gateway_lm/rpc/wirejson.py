@@ -13,10 +13,9 @@ import json
 import logging
 from collections.abc import Callable
 
-from .errors import ErrorData
+from .codes import INTERNAL_ERROR, error_data
 
-log = logging.getLogger("gateway_lm.wire")
-INTERNAL_ERROR = -32603
+log = logging.getLogger(__name__)
 Default = Callable[[object], object]  # json.dumps' `default`: pygls' serialiser of its attrs messages
 
 
@@ -50,10 +49,9 @@ def refusal(message: object, default: Default | None = None) -> str | None:
         log.error("dropped a %s message holding NaN or Infinity (a bug in the sidecar)", method or "malformed")
         return None
     log.error("the answer to request %s held NaN or Infinity (a bug in the sidecar); sent an error", plain["id"])
-    data: ErrorData = {"kind": "internal", "status": None, "retryAfter": None}
     error = {
         "code": INTERNAL_ERROR,
         "message": "Internal error in the sidecar: its answer held a number JSON cannot carry; see the logs",
-        "data": data,
+        "data": error_data("internal"),
     }
     return dumps({"jsonrpc": "2.0", "id": plain["id"], "error": error})

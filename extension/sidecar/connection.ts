@@ -4,53 +4,30 @@
 import * as vscode from 'vscode';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { networkSetting, setting } from './config';
-import { SECRET_WORDS, type Calibration, type ConfigureParams, type Settings } from './contract';
-import { GatewayChatError, RESTART_SERVER, SHOW_LOGS, showError, showOnce } from './errors';
-import { notify } from './notify';
+import { networkSetting, setting } from '../config';
+import { SECRET_WORDS, SETTING_IDS, type Calibration, type ConfigureParams, type Settings } from '../contract';
+import { GatewayChatError, RESTART_SERVER, SHOW_LOGS, showError, showOnce } from '../errors';
+import { notify } from '../notify';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
 import { SidecarSession } from './session';
 import { SetupError, sidecarPython } from './setup';
-import type { UsageRecord } from './spendTypes';
+import type { UsageRecord } from '../contract';
 
 /** The sidecar's settings (the contract's Settings), from the extension's and VS Code's network
- * settings. They travel over the sidecar's stdin, never its command line: the proxy authorization is a
- * secret (sidecarSecrets). VS Code does not check their types; the sidecar does. */
+ * settings, each read by the id the contract's SETTING_IDS gives it (the one map between the two
+ * names; server/gateway_lm/settings.py). They travel over the sidecar's stdin, never its command line:
+ * the proxy authorization is a secret (sidecarSecrets). VS Code does not check their types; the sidecar
+ * does, so they go as VS Code holds them. */
 export function sidecarSettings(stateDir: string): Settings {
-  return {
-    stateDir,
-    baseUrl: setting('baseUrl'),
-    reasoningEffort: setting('reasoningEffort'),
-    reasoningEffortByModel: setting('reasoningEffortByModel'),
-    gatewayOrder: setting('routing.order'),
-    gatewayOnly: setting('routing.only'),
-    gatewayModels: setting('routing.fallbackModels'),
-    outputReservation: setting('outputReservation'),
-    maxOutputTokens: setting('maxOutputTokens'),
-    connectTimeout: setting('connectTimeout'),
-    idleTimeout: setting('idleTimeout'),
-    requestTimeout: setting('requestTimeout'),
-    maxRetries: setting('maxRetries'),
-    logLevel: setting('logLevel'),
-    caBundle: expandHome(setting('caBundle')),
-    modelOptions: setting('modelOptions'),
-    proxy: networkSetting('proxy'),
-    proxyStrictSSL: networkSetting('proxyStrictSSL'),
-    noProxy: networkSetting('noProxy'),
-    proxyAuthorization: networkSetting('proxyAuthorization'),
-    systemCertificates: networkSetting('systemCertificates'),
-    maxRequestCost: setting('spend.maxRequestCost'),
-    maxDailyCost: setting('spend.maxDailyCost'),
-    usageRetentionDays: setting('usage.retentionDays'),
-    gatewaySort: setting('routing.sort'),
-    zeroDataRetention: setting('routing.zeroDataRetention'),
-    disallowPromptTraining: setting('routing.disallowPromptTraining'),
-    serviceTier: setting('routing.serviceTier'),
-    caching: setting('routing.caching'),
-    attributionUser: setting('attribution.user'),
-    attributionTags: attributionTags(),
-    tagWorkspace: setting('attribution.tagWorkspace'),
-  };
+  const values: Record<string, unknown> = {};
+  for (const [field, id] of Object.entries(SETTING_IDS)) values[field] = configured(id);
+  return { ...values, stateDir, caBundle: expandHome(values.caBundle), attributionTags: attributionTags() };
+}
+
+/** A setting's value by its full id (`vercelAiGateway.spend.maxDailyCost`, `http.proxy`). */
+function configured(id: string): unknown {
+  const dot = id.indexOf('.');
+  return vscode.workspace.getConfiguration(id.slice(0, dot)).get(id.slice(dot + 1));
 }
 
 /** The tags the user set, and the workspace's name when they asked for it (the gateway's reports

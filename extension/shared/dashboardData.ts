@@ -1,6 +1,6 @@
 // The usage dashboard's data, as pure functions shared by the extension (the range it asks the
 // sidecar for, the CSV it saves) and the webview (what the charts draw). No vscode, no DOM.
-import type { UsageParams, UsageRecord } from './spendTypes';
+import type { UsageParams, UsageRecord } from '../contract';
 
 export type Range = { kind: 'last'; days: number } | { kind: 'custom'; from: string; until: string };
 

@@ -8,9 +8,9 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { networkSetting, SECTION, setting, settingId } from './config';
-import { Button, CHOOSE_INTERPRETER, RETRY, showError } from './errors';
-import { plain } from './notify';
+import { networkSetting, SECTION, setting, settingId } from '../config';
+import { Button, CHOOSE_INTERPRETER, RETRY, showError } from '../errors';
+import { plain } from '../notify';
 
 /** How the sidecar's Python is run: the interpreter and what goes before `-m gateway_lm serve`. */
 export interface SidecarCommand {

@@ -25,7 +25,7 @@ from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only 
 
 from .errors import ErrorKind
 
-log = logging.getLogger("gateway_lm.protocol")
+log = logging.getLogger(__name__)
 
 # ---- messages in (the extension's serialisation of VS Code messages) ----
 

@@ -16,15 +16,13 @@ import logging
 import re
 from dataclasses import dataclass
 
-from .errors import ErrorKind
+from ..errors import ErrorKind
+from .codes import INVALID_REQUEST, PARSE_ERROR
 
-log = logging.getLogger("gateway_lm.stdio")
+log = logging.getLogger(__name__)
 
 MAX_BODY = 64 << 20  # a 10 MB tool result is normal; 64 MiB is far beyond any real chat request
 MAX_HEADER = 8192
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-INTERNAL_ERROR = -32603
 
 _NAME = b"Content-Length:"
 _NAME_ANY_CASE = re.compile(rb"content-length:", re.IGNORECASE)

@@ -20,10 +20,10 @@ from typing import Annotated, Any
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from .protocol import MAX_MODEL_ID, ModelId
-from .usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
+from ..messages import MAX_MODEL_ID, ModelId
+from ..usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
 
-log = logging.getLogger("gateway_lm.history")
+log = logging.getLogger(__name__)
 
 DB_NAME = "usage.sqlite3"
 BUSY_TIMEOUT_MS = 5000

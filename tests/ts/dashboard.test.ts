@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import type { Rpc } from '../../extension/rpc';
-import type { UsageRecord } from '../../extension/spendTypes';
-import { csvField, MAX_MODELS, OTHER_MODELS, parseRange, rangeParams, spendByDay, toCsv, USAGE_LIMIT } from '../../extension/usageData';
-import { contentSecurityPolicy, newNonce, usageHtml } from '../../extension/usageHtml';
-import { UsagePanel } from '../../extension/usagePanel';
+import type { Rpc } from '../../extension/sidecar/rpc';
+import type { UsageRecord } from '../../extension/contract';
+import { csvField, MAX_MODELS, OTHER_MODELS, parseRange, rangeParams, spendByDay, toCsv, USAGE_LIMIT } from '../../extension/shared/dashboardData';
+import { contentSecurityPolicy, newNonce, dashboardHtml } from '../../extension/dashboardHtml';
+import { Dashboard } from '../../extension/dashboard';
 
 const today = new Date('2026-11-26T23:59:00Z');
 const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
@@ -112,7 +112,7 @@ test('the page: strict CSP with a nonce, no remote source, no inline style or ev
   assert.notEqual(nonce, newNonce());
   assert.match(nonce, /^[A-Za-z0-9_-]{24}$/);
   const cspSource = 'https://file+.vscode-resource.vscode-cdn.net';
-  const html = usageHtml({ cspSource, nonce, scriptUri: `${cspSource}/dist/webview/usage.js`, styleUri: `${cspSource}/dist/webview/usage.css` });
+  const html = dashboardHtml({ cspSource, nonce, scriptUri: `${cspSource}/dist/webview/page.js`, styleUri: `${cspSource}/dist/webview/page.css` });
   const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)![1];
   assert.equal(csp, contentSecurityPolicy({ cspSource, nonce }));
   assert.match(csp, /^default-src 'none'; /);
@@ -121,7 +121,7 @@ test('the page: strict CSP with a nonce, no remote source, no inline style or ev
   const sources = [...csp.matchAll(/(https?:\S+)/g)].map((m) => m[1].replace(/;$/, ''));
   assert.deepEqual([...new Set(sources)], [cspSource], 'the only source is the webview’s own');
   const scripts = [...html.matchAll(/<script\b([^>]*)>/g)].map((m) => m[1]);
-  assert.deepEqual(scripts, [` nonce="${nonce}" src="${cspSource}/dist/webview/usage.js"`], 'one script, with the nonce, from the extension');
+  assert.deepEqual(scripts, [` nonce="${nonce}" src="${cspSource}/dist/webview/page.js"`], 'one script, with the nonce, from the extension');
   assert.doesNotMatch(html, /\sstyle=|<style|\son[a-z]+=/i, 'no inline style or handler');
   assert.match(html, /<title>AI Gateway Usage<\/title>/);
 });
@@ -135,10 +135,10 @@ test('the panel: a range from the page becomes gateway/usage, bad records are dr
     },
   } as unknown as Rpc;
   const warnings: string[] = [];
-  UsagePanel.show(stub.Uri.file('/ext') as unknown as vscode.Uri, rpc, { warn: (m: string) => warnings.push(m) });
+  Dashboard.show(stub.Uri.file('/ext') as unknown as vscode.Uri, rpc, { warn: (m: string) => warnings.push(m) });
   const panel = stub.webviewPanels.at(-1)!;
   assert.equal(panel.title, 'AI Gateway Usage');
-  assert.match(panel.webview.html, /src="file:\/\/\/ext\/dist\/webview\/usage\.js"/);
+  assert.match(panel.webview.html, /src="file:\/\/\/ext\/dist\/webview\/page\.js"/);
   panel.fromPage({ type: 'range', range: { kind: 'custom', from: '2026-11-01', until: '2026-11-02' } });
   panel.fromPage({ type: 'range', range: { kind: 'custom', from: '2026-11-01', until: '<script>' } });
   await new Promise((resolve) => setTimeout(resolve, 10));
@@ -151,6 +151,6 @@ test('the panel: a range from the page becomes gateway/usage, bad records are dr
   panel.fromPage({ type: 'export' });
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.equal(stub.writtenFiles.get('/tmp/usage.csv'), toCsv([record({ model: 'acme/a, b' })]));
-  UsagePanel.show(stub.Uri.file('/ext') as unknown as vscode.Uri, rpc, { warn: () => undefined });
+  Dashboard.show(stub.Uri.file('/ext') as unknown as vscode.Uri, rpc, { warn: () => undefined });
   assert.equal(panel.revealed, 1, 'a second Show Usage brings the open panel forward');
 });

@@ -23,8 +23,8 @@ import {
   StreamMessageWriter,
 } from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
-import { CLIENT_ID } from './config';
-import { GatewayChatError, isCancellation } from './errors';
+import { CLIENT_ID } from '../config';
+import { GatewayChatError, isCancellation } from '../errors';
 import { FrameReader } from './frames';
 import type { Method, Params, Result } from './rpc';
 
@@ -48,7 +48,7 @@ export interface SessionOptions {
 const RESTART_WINDOW_MS = 3 * 60_000;
 const NAME = 'The Vercel AI Gateway sidecar';
 const LOGS = "run 'Vercel AI Gateway: Show Logs'";
-/** What to do after a start failed; the notification carries these two as buttons (sidecar.ts). */
+/** What to do after a start failed; the notification carries these two as buttons (connection.ts). */
 const START_AGAIN = "Run 'Vercel AI Gateway: Restart Server' to try again (the next request also does); 'Vercel AI Gateway: Show Logs' shows what it printed.";
 // window/logMessage's MessageType (Error 1, Warning 2, Info 3, Log 4, Debug 5) → the channel's level.
 const LOG_LEVELS = { 1: 'error', 2: 'warn', 3: 'info', 4: 'info', 5: 'debug' } as const;

@@ -12,10 +12,10 @@ or a few paragraphs, well under 1,000 tokens, and a long answer is still bounded
 
 from __future__ import annotations
 
-from .errors import GatewayError, SpendData
-from .models import PER_MILLION, Pricing
-from .protocol import UsagePart
-from .settings import Settings
+from ..catalogue import PER_MILLION, Pricing
+from ..errors import GatewayError, SpendData
+from ..messages import UsagePart
+from ..settings import Settings
 
 EXPECTED_OUTPUT_TOKENS = 1000
 # An approval covers the request it was given for, with room for the estimate to move a little
@@ -88,7 +88,8 @@ def unpriced_refusal(model: str, settings: Settings) -> GatewayError:
 
 
 def usd(amount: float) -> str:
-    """Cents where they matter, four places below a cent (as extension/status.ts writes it)."""
+    """An amount as the sidecar and the CLI write it: cents where they matter, four places below a cent
+    (as extension/shared/money.ts writes a request's cost). The one money formatter of the Python side."""
     if 0 < amount < 0.00005:
         return "<$0.0001"  # not "$0.0000" for a cost that is not nothing
     return f"${amount:.2f}" if amount >= 0.01 else f"${amount:.4f}"
@@ -96,3 +97,8 @@ def usd(amount: float) -> str:
 
 def _refusal(message: str, data: SpendData) -> GatewayError:
     return GatewayError("spend_limit", message, spend=data)
+
+
+def per_million(price: float) -> str:
+    """A price per million tokens as the picker shows it: two places from $0.10 up, else up to three."""
+    return f"${price:.2f}" if price >= 0.1 else f"${price:.3f}".rstrip("0")

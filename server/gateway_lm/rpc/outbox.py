@@ -20,9 +20,9 @@ from typing import Any, BinaryIO
 from pydantic_core import to_json
 from pygls.io_ import StdoutWriter
 
-from .protocol import PartOut, TextPart, ThinkingPart
+from ..messages import PartOut, TextPart, ThinkingPart
 
-log = logging.getLogger("gateway_lm.outbox")
+log = logging.getLogger(__name__)
 
 
 class _PipeProtocol(asyncio.BaseProtocol):

@@ -22,11 +22,11 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
-from .errors import ErrorData
-from .framing import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, Fault, Framer, prefix_id
-from .pygls_hooks import WireProtocol
+from ..pygls_hooks import WireProtocol
+from .codes import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, error_data
+from .framing import Fault, Framer, prefix_id
 
-log = logging.getLogger("gateway_lm.stdio")
+log = logging.getLogger(__name__)
 READ_SIZE = 1 << 20
 
 # ---- messages ----
@@ -74,8 +74,7 @@ def answer_fault(protocol: WireProtocol, fault: Fault) -> None:
         log.warning("ignored a notification: %s", fault.message)
         return
     log.warning("answered a bad message with %d: %s", fault.code, fault.message)
-    data: ErrorData = {"kind": fault.kind, "status": None, "retryAfter": None}
-    error = {"code": fault.code, "message": fault.message, "data": data}
+    error = {"code": fault.code, "message": fault.message, "data": error_data(fault.kind)}
     protocol.send_message({"jsonrpc": "2.0", "id": fault.msg_id, "error": error})
 
 

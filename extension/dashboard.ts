@@ -1,18 +1,18 @@
 // The Show Usage command's webview: asks the sidecar for a range's records (gateway/usage), posts
-// them to the page (extension/webview/usage.ts draws them), and saves them as CSV on request.
+// them to the page (extension/webview/page.ts draws them), and saves them as CSV on request.
 import * as vscode from 'vscode';
 import { fromRpcError } from './errors';
 import { notify } from './notify';
 import { parseUsageRecords } from './records';
-import type { Rpc } from './rpc';
-import type { UsageRecord } from './spendTypes';
-import { FromWebview, parseRange, rangeParams, toCsv, ToWebview, USAGE_LIMIT } from './usageData';
-import { newNonce, usageHtml } from './usageHtml';
+import type { Rpc } from './sidecar/rpc';
+import type { UsageRecord } from './contract';
+import { FromWebview, parseRange, rangeParams, toCsv, ToWebview, USAGE_LIMIT } from './shared/dashboardData';
+import { newNonce, dashboardHtml } from './dashboardHtml';
 
 export const USAGE_VIEW_TYPE = 'vercelAiGateway.usage';
 
-export class UsagePanel {
-  private static current: UsagePanel | undefined;
+export class Dashboard {
+  private static current: Dashboard | undefined;
   private records: UsageRecord[] = [];
   private since = '';
   private until = '';
@@ -20,13 +20,13 @@ export class UsagePanel {
 
   /** Opens the panel, or brings the open one to the front. */
   static show(extensionUri: vscode.Uri, rpc: Rpc, log: Pick<vscode.LogOutputChannel, 'warn'>): void {
-    if (UsagePanel.current) return UsagePanel.current.panel.reveal();
+    if (Dashboard.current) return Dashboard.current.panel.reveal();
     const root = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
     const panel = vscode.window.createWebviewPanel(USAGE_VIEW_TYPE, 'AI Gateway Usage', vscode.ViewColumn.Active, {
       enableScripts: true,
       localResourceRoots: [root],
     });
-    UsagePanel.current = new UsagePanel(panel, root, rpc, log);
+    Dashboard.current = new Dashboard(panel, root, rpc, log);
   }
 
   private constructor(
@@ -37,12 +37,12 @@ export class UsagePanel {
   ) {
     const { webview } = panel;
     webview.onDidReceiveMessage((message: unknown) => void this.receive(message));
-    panel.onDidDispose(() => (UsagePanel.current = undefined));
-    webview.html = usageHtml({
+    panel.onDidDispose(() => (Dashboard.current = undefined));
+    webview.html = dashboardHtml({
       cspSource: webview.cspSource,
       nonce: newNonce(),
-      scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(root, 'usage.js')).toString(),
-      styleUri: webview.asWebviewUri(vscode.Uri.joinPath(root, 'usage.css')).toString(),
+      scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(root, 'page.js')).toString(),
+      styleUri: webview.asWebviewUri(vscode.Uri.joinPath(root, 'page.css')).toString(),
     });
   }
 

@@ -4,6 +4,7 @@ failure leaving as a JSON-RPC error with `{kind, status, retryAfter}` (rfcs/0003
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
@@ -13,14 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
-from .errors import ErrorData, GatewayError
-from .protocol import MAX_MODEL_ID, ChatRequest, MessageIn
-from .settings import MAX_COST_SETTING, describe_problems
+from ..errors import GatewayError
+from ..messages import MAX_MODEL_ID, ChatRequest, MessageIn
+from ..settings import MAX_COST_SETTING, describe_problems
+from ..spend.history import DEFAULT_LIMIT, MAX_LIMIT
+from .codes import GATEWAY_ERROR, INTERNAL_ERROR, INVALID_PARAMS, error_data
 
-log = logging.getLogger("gateway_lm.rpc")
-GATEWAY_ERROR = -32000
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 Handler = Callable[[object], Awaitable[R]]  # the request's params, plain JSON, in; its result out
@@ -57,6 +57,20 @@ class CountParams(BaseModel):
     background: bool = False
 
 
+class KeyParams(BaseModel):
+    """`gateway/models` and `gateway/credits`: the key to ask with (None: the sidecar's own)."""
+
+    model_config = ConfigDict(extra="ignore")
+    apiKey: str | None = None
+
+
+class UsageParams(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    since: datetime.date | None = None  # UTC days, both ends included
+    until: datetime.date | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT
+
+
 class ConfigureParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
     settings: dict[str, object] = {}
@@ -70,12 +84,17 @@ def validated(model: type[M], params: object) -> M:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in error.errors()[:5]
         )
-        data: ErrorData = {"kind": "bad_request", "status": None, "retryAfter": None}
-        raise JsonRpcException(message=f"Invalid parameters: {problems}", code=INVALID_PARAMS, data=data) from None
+        raise bad_request(f"Invalid parameters: {problems}") from None
+
+
+def bad_request(message: str) -> JsonRpcException:
+    """Params the sidecar cannot take: the caller's mistake, never retried."""
+    return JsonRpcException(message=message, code=INVALID_PARAMS, data=error_data("bad_request"))
 
 
 def invalid_settings(problems: dict[str, str]) -> JsonRpcException:
-    data: ErrorData = {"kind": "bad_request", "status": None, "retryAfter": None, "settings": sorted(problems)}
+    data = error_data("bad_request")
+    data["settings"] = sorted(problems)
     return JsonRpcException(message=describe_problems(problems), code=INVALID_PARAMS, data=data)
 
 
@@ -100,8 +119,7 @@ def rpc_errors(redact: Callable[[str], str], handler: Handler[R]) -> Callable[[J
         except Exception as error:
             log.exception("internal error")
             message = redact(f"Internal error in the sidecar ({type(error).__name__}: {error}); see the logs")
-            data: ErrorData = {"kind": "internal", "status": None, "retryAfter": None}
-            raise JsonRpcException(message=message, code=INTERNAL_ERROR, data=data) from None
+            raise JsonRpcException(message=message, code=INTERNAL_ERROR, data=error_data("internal")) from None
 
     return wrapped
 

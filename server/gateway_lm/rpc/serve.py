@@ -17,10 +17,10 @@ from typing import Any, BinaryIO
 import anyio
 from pygls.lsp.server import LanguageServer
 
-from .logs import configure
+from ..logs import configure
+from ..pygls_hooks import stop_event
+from .methods import Sidecar, build_server
 from .outbox import is_pipe, stdout_writer
-from .pygls_hooks import stop_event
-from .rpc import Sidecar, build_server
 from .stdio import serve_stdin
 
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from .client import GatewayClient
-from .errors import GatewayError
-from .usage import MAX_PROVIDER, MAX_TOKEN_COUNT, MAX_USD
+from ..client import GatewayClient
+from ..errors import GatewayError
+from ..usage import MAX_PROVIDER, MAX_TOKEN_COUNT, MAX_USD
 
-log = logging.getLogger("gateway_lm.spend")
+log = logging.getLogger(__name__)
 
 # Seconds before each lookup: the gateway records a generation "shortly after" it completes; the
 # first try comes after most have landed, the last ~6 s after the answer. A 404 in between is "not
@@ -59,7 +59,7 @@ async def read_credits(client: GatewayClient, api_key: str | None) -> Credits:
         raise
     if not isinstance(payload, dict):
         payload = {}
-    return {"balance": usd(payload.get("balance"), signed=True), "totalUsed": usd(payload.get("total_used"))}
+    return {"balance": read_usd(payload.get("balance"), signed=True), "totalUsed": read_usd(payload.get("total_used"))}
 
 
 async def look_up(
@@ -93,7 +93,7 @@ def generation_from(payload: Any) -> Generation | None:
     provider = data.get("provider_name")
     byok = data.get("is_byok")
     return Generation(
-        cost=usd(data.get("total_cost")),
+        cost=read_usd(data.get("total_cost")),
         provider=provider[:MAX_PROVIDER] if isinstance(provider, str) and provider else None,
         byok=byok if isinstance(byok, bool) else None,
         input_tokens=_tokens(data.get("native_tokens_prompt")),
@@ -104,7 +104,7 @@ def generation_from(payload: Any) -> Generation | None:
     )
 
 
-def usd(value: Any, signed: bool = False) -> float | None:
+def read_usd(value: Any, signed: bool = False) -> float | None:
     """A decimal string ("95.50") or a number → USD; None for anything else."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None

@@ -10,43 +10,45 @@ from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
-from . import __version__
-from .accounting import Accounting, limit_from_message
-from .budget import BudgetFactors
-from .client import GatewayClient
-from .counting import TokenService
-from .errors import GatewayError
-from .fit import InputLimit, fit_request, has_tool_results
-from .ledger import Ledger
-from .logs import ClientLogHandler, Redactor, configure
-from .models import ModelInfo, catalogue, input_budget
+from .. import __version__
+from ..accounting import Accounting, limit_from_message
+from ..budget import BudgetFactors
+from ..catalogue import ModelInfo, catalogue, input_budget
+from ..client import GatewayClient
+from ..counting import TokenService
+from ..errors import GatewayError
+from ..fit import InputLimit, fit_request, has_tool_results
+from ..logs import ClientLogHandler, Redactor, configure
+from ..picker import picker_entry
+from ..pipeline import ChatOutcome, Prepared, prepare, stream_prepared
+from ..pygls_hooks import WireProtocol
+from ..settings import Settings, describe_problems, secrets_of, updated_settings
+from ..spend.ledger import Approval, Ledger
+from ..tokens import count_request
 from .outbox import Outbox
 from .params import (
-    INVALID_PARAMS,
     ChatParams,
     ConfigureParams,
     CountParams,
+    KeyParams,
+    UsageParams,
     api_key,
+    bad_request,
     invalid_settings,
     plain_params_converter,
     rpc_errors,
     sync,
     validated,
 )
-from .picker import picker_entry
-from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
-from .pygls_hooks import WireProtocol
-from .settings import Settings, describe_problems, secrets_of, updated_settings
-from .tokens import count_request
 
 if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of serving
-    from .contract import Calibration, ChatResult, ConfigureResult, CountResult, ModelsResult
-    from .spend import Credits
+    from ..contract import Calibration, ChatResult, ConfigureResult, CountResult, ModelsResult
+    from ..spend.ledger import BilledNotification, UsageResult
+    from ..spend.lookups import Credits
 
-log = logging.getLogger("gateway_lm.rpc")
+log = logging.getLogger(__name__)
 # Settings the client is built from: a change rebuilds it (requests in flight finish on the old one).
 TRANSPORT_SETTINGS = (
     "baseUrl",
@@ -85,9 +87,7 @@ class Sidecar:
         self.outbox = Outbox(None)  # given the stdout writer when serving starts
         self._shown_problems = ""  # the invalid settings last shown to the user
         self._chats: set[str | int] = set()  # requestIds of the chats running now
-        self.ledger = Ledger(
-            lambda: self.client, lambda billed: self._notify("gateway/billed", billed), self._warn_user
-        )
+        self.ledger = Ledger(lambda: self.client, self.notify_billed, self._warn_user)
         self._listing: asyncio.Future[None] | None = None  # the catalogue a guarded chat waits for
 
     # ---- setup ----
@@ -143,9 +143,8 @@ class Sidecar:
     # ---- methods ----
 
     async def models_list(self, params: object) -> ModelsResult:
-        key = api_key(params)
-        self.redact.add(key)  # a gateway may quote it back in an error
-        raw = await self.client.list_models(key)
+        self.redact.add(api_key(params))  # a gateway may quote it back in an error, even of params it refuses
+        raw = await self.client.list_models(validated(KeyParams, params).apiKey)
         models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
@@ -182,10 +181,8 @@ class Sidecar:
     async def chat(self, params: object) -> ChatResult:
         request = validated(ChatParams, params)
         if request.requestId in self._chats:  # their parts would be told apart by requestId alone
-            raise JsonRpcException(
-                message=f"A chat with requestId {request.requestId!r} is already running; each chat needs its own",
-                code=INVALID_PARAMS,
-                data={"kind": "bad_request", "status": None, "retryAfter": None},
+            raise bad_request(
+                f"A chat with requestId {request.requestId!r} is already running; each chat needs its own"
             )
         self._chats.add(request.requestId)
         try:
@@ -204,7 +201,10 @@ class Sidecar:
         factor = self.accounting.factor(request.model)
         limit = None if known is None else InputLimit(known.maxInputTokens, factor)
         prepared = await prepare(request, self.settings, known, limit)
-        await self.ledger.guard(request, prepared.body, known, factor)  # priced as sent; refused: not sent
+        approval = Approval(request.approvedCost, request.approvedDay, request.approvedUnpriced)
+        await self.ledger.guard(
+            request.model, approval, prepared.body, known, factor
+        )  # priced as sent; refused: not sent
         outcome = ChatOutcome()
         self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
         try:
@@ -320,6 +320,9 @@ class Sidecar:
 
         self._in_background(calibrate())
 
+    def notify_billed(self, billed: BilledNotification) -> None:
+        self._notify("gateway/billed", billed)
+
     def notify_calibration(self, model: str, factor: float) -> None:
         calibration: Calibration = {"model": model, "factor": factor}
         self._notify("gateway/calibration", calibration)
@@ -336,7 +339,11 @@ class Sidecar:
 
     async def credits(self, params: object) -> Credits:
         self.redact.add(api_key(params))
-        return await self.ledger.credits(params)
+        return await self.ledger.credits(validated(KeyParams, params).apiKey)
+
+    async def usage(self, params: object) -> UsageResult:
+        request = validated(UsageParams, params)
+        return await self.ledger.usage(request.since, request.until, request.limit)
 
     def configure(self, params: object) -> ConfigureResult:
         request = validated(ConfigureParams, params)
@@ -370,5 +377,5 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
     server.feature("gateway/countTokens")(rpc_errors(sidecar.redact, sidecar.count_tokens))
     server.feature("gateway/configure")(rpc_errors(sidecar.redact, sync(sidecar.configure)))
     server.feature("gateway/credits")(rpc_errors(sidecar.redact, sidecar.credits))
-    server.feature("gateway/usage")(rpc_errors(sidecar.redact, sidecar.ledger.usage))
+    server.feature("gateway/usage")(rpc_errors(sidecar.redact, sidecar.usage))
     return server, sidecar

@@ -1,9 +1,10 @@
-// The usage page (runs in the webview, bundled with chart.js into dist/webview/usage.js). It draws
+// The usage page (runs in the webview, bundled with chart.js into dist/webview/page.js). It draws
 // what the extension posts and asks for another range; every text from a record goes in through
 // textContent, never as HTML. Colours are VS Code's theme variables, re-read when the theme changes.
 import { ArcElement, BarController, BarElement, CategoryScale, Chart, DoughnutController, Legend, LinearScale, Tooltip } from 'chart.js';
-import type { UsageRecord } from '../spendTypes';
-import { cacheShare, isoDay, latestRequests, mostExpensive, spendByDay, type FromWebview, type Range, type ToWebview } from '../usageData';
+import type { UsageRecord } from '../contract';
+import { cacheShare, isoDay, latestRequests, mostExpensive, spendByDay, type FromWebview, type Range, type ToWebview } from '../shared/dashboardData';
+import { dollars } from '../shared/money';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, DoughnutController, ArcElement, Legend, Tooltip);
 
@@ -33,7 +34,7 @@ function css(name: string, fallback: string): string {
 }
 const seriesColor = (i: number) => css(`--vscode-charts-${PALETTE[i % PALETTE.length]}`, '#888');
 /** Four places below a dollar: most single requests cost a fraction of a cent. */
-const money = (usd: number) => `$${usd >= 1 || usd === 0 ? usd.toFixed(2) : usd.toFixed(4)}`;
+const money = (usd: number) => dollars(usd, 'bill');
 
 function ask(): void {
   const state: State = { preset: preset.value, from: from.value, until: until.value };

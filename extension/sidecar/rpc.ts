@@ -3,9 +3,9 @@
 // connection to the real sidecar, so the provider code under test is the code users run. Every
 // method's params and result are the contract's (extension/contract.ts).
 import type { CancellationToken, Disposable } from 'vscode';
-import type { Calibration, RpcMethods, RpcNotifications, StreamPart } from './contract';
-import { parseUsageRecord } from './records';
-import type { UsageRecord } from './spendTypes';
+import type { Calibration, RpcMethods, RpcNotifications, StreamPart } from '../contract';
+import { parseUsageRecord } from '../records';
+import type { UsageRecord } from '../contract';
 
 export type Method = keyof RpcMethods;
 export type Params<M extends Method> = RpcMethods[M]['params'];

@@ -1,5 +1,5 @@
 """Spend around each chat: the guard before it is sent, its usage record and billed cost after it
-answered; and the methods `gateway/credits` and `gateway/usage` (rfcs/0006-spend.md).
+answered; and what `gateway/credits` and `gateway/usage` answer (rfcs/0006-spend.md).
 
 Nothing here is on the answer's path but the guard, which runs only when a limit is set. The record
 is written, the generation looked up and `gateway/billed` sent in the background after the chat's
@@ -16,40 +16,38 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from .client import GatewayClient
-from .guard import check, request_estimate, unpriced_refusal, usage_cost
-from .history import DB_NAME, DEFAULT_LIMIT, GUARD_READ_TIMEOUT_S, MAX_LIMIT, UsageRecord, UsageStore, utc_day
-from .models import ModelInfo, Pricing
-from .params import ChatParams, validated
-from .pipeline import ChatOutcome
-from .protocol import UsagePart
-from .settings import Settings
-from .spend import Credits, Generation, look_up, read_credits
-from .tokens import count_request
-from .usage import MAX_ID, bounded_usd
+from ..catalogue import ModelInfo, Pricing
+from ..client import GatewayClient
+from ..messages import UsagePart
+from ..pipeline import ChatOutcome
+from ..settings import Settings
+from ..tokens import count_request
+from ..usage import MAX_ID, bounded_usd
+from .history import DB_NAME, GUARD_READ_TIMEOUT_S, UsageRecord, UsageStore, utc_day
+from .lookups import Credits, Generation, look_up, read_credits
+from .prices import check, request_estimate, unpriced_refusal, usage_cost
 
-log = logging.getLogger("gateway_lm.ledger")
+log = logging.getLogger(__name__)
 REOPEN_INTERVAL_S = 10.0  # an unusable history is tried again at most this often
 MAX_PENDING = 10_000  # records kept in memory while the history cannot be written
 _T = TypeVar("_T")
 
 
-class CreditsParams(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    apiKey: str | None = None
+@dataclass(frozen=True)
+class Approval:
+    """What the user approved after the guard asked (rfcs/0006-spend.md): a request estimated at most
+    `cost` USD passes the request limit; `day` lets this request pass the day limit; `unpriced` lets a
+    request on a model without a price pass both."""
 
-
-class UsageParams(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    since: datetime.date | None = None  # UTC days, both ends included
-    until: datetime.date | None = None
-    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT
+    cost: float | None = None
+    day: bool = False
+    unpriced: bool = False
 
 
 class UsageResult(TypedDict):
@@ -133,7 +131,9 @@ class Ledger:
     def guards(self) -> bool:
         return self.settings.maxRequestCost is not None or self.settings.maxDailyCost is not None
 
-    async def guard(self, request: ChatParams, body: dict[str, Any], model: ModelInfo | None, factor: float) -> None:
+    async def guard(
+        self, model_id: str, approval: Approval, body: dict[str, Any], model: ModelInfo | None, factor: float
+    ) -> None:
         """Raises `spend_limit` when the estimate of `body` (the request as it will be sent: translated
         and fitted, pipeline.prepare) passes a limit the user set, or when a limit is set and the
         estimate or today's spend cannot be known: the limits fail closed (rfcs/0006-spend.md)."""
@@ -143,16 +143,16 @@ class Ledger:
         pricing = model.pricing if model is not None else Pricing()
         max_output = settings.maxOutputTokens or (model.maxOutputTokens if model is not None else 0)
         if request_estimate(0, pricing, max_output) is None:
-            if not request.approvedUnpriced:
-                raise unpriced_refusal(request.model, settings)
-            if request.model not in self._unpriced:
-                self._unpriced.add(request.model)
-                log.info("%s has no price in the model list: sent as the user approved", request.model)
+            if not approval.unpriced:
+                raise unpriced_refusal(model_id, settings)
+            if model_id not in self._unpriced:
+                self._unpriced.add(model_id)
+                log.info("%s has no price in the model list: sent as the user approved", model_id)
             return
-        tokens = math.ceil(await asyncio.to_thread(count_request, body, request.model) * factor)
+        tokens = math.ceil(await asyncio.to_thread(count_request, body, model_id) * factor)
         estimate = request_estimate(tokens, pricing, max_output) or 0.0
         spent = await self.spent_today(GUARD_READ_TIMEOUT_S) if settings.maxDailyCost is not None else 0.0
-        check(estimate, settings, spent, request.approvedCost, request.approvedDay, self.problem)
+        check(estimate, settings, spent, approval.cost, approval.day, self.problem)
 
     async def spent_today(self, wait: float | None = None) -> float | None:
         """USD spent today (UTC) by every window; None when the history has not been read today.
@@ -197,20 +197,19 @@ class Ledger:
             await self._put(key, record)
         self._notify({"requestId": request_id, "record": record})
 
-    # ---- methods ----
+    # ---- what the dashboard and the status bar read ----
 
-    async def credits(self, params: object) -> Credits:
-        request = validated(CreditsParams, params)
-        return await read_credits(self._client(), request.apiKey)
+    async def credits(self, api_key: str | None) -> Credits:
+        return await read_credits(self._client(), api_key)
 
-    async def usage(self, params: object) -> UsageResult:
-        request = validated(UsageParams, params)
-        since = request.since.isoformat() if request.since else None
-        until = request.until.isoformat() if request.until else None
-        records = await self._in_store(lambda store: store.records(since, until, request.limit), "read") or []
-        waiting = [r for r in self._pending.values() if (since or "") <= r["time"][:10] <= (until or "9999-12-31")]
+    async def usage(self, since: datetime.date | None, until: datetime.date | None, limit: int) -> UsageResult:
+        """The records of the UTC days `since` … `until` (both included), newest first, at most `limit`."""
+        first = since.isoformat() if since else None
+        last = until.isoformat() if until else None
+        records = await self._in_store(lambda store: store.records(first, last, limit), "read") or []
+        waiting = [r for r in self._pending.values() if (first or "") <= r["time"][:10] <= (last or "9999-12-31")]
         if waiting:  # not written yet, but spent: the dashboard shows them
-            records = sorted([*records, *waiting], key=lambda r: r["time"], reverse=True)[: request.limit]
+            records = sorted([*records, *waiting], key=lambda r: r["time"], reverse=True)[:limit]
         spent = await self.spent_today()
         return {"records": records, "dayTotal": spent, "problem": self.problem}
 

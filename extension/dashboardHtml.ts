@@ -21,7 +21,7 @@ export function contentSecurityPolicy({ cspSource, nonce }: Pick<PageSources, 'c
 
 const attr = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
-export function usageHtml(sources: PageSources): string {
+export function dashboardHtml(sources: PageSources): string {
   return `<!DOCTYPE html>
 <html lang="en">
 <head>

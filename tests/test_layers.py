@@ -1,0 +1,91 @@
+"""The sidecar's layering rules, read from the source (rfcs/0001-architecture.md, "Folders"):
+`gateway_lm.spend` never imports the RPC layer, no two modules import each other at load time,
+and every logger is named for its module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "server" / "gateway_lm"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, *, load_time_only: bool) -> set[str]:
+    """The gateway_lm modules `path` imports (relative imports resolved); with `load_time_only`,
+    those a `TYPE_CHECKING` block or a function body imports are left out."""
+    tree = ast.parse(path.read_text(), str(path))
+    here = _module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found: set[str] = set()
+
+    def visit(node: ast.AST, deferred: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            late = deferred or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                late = True
+            if isinstance(child, ast.ImportFrom) and not (load_time_only and deferred):
+                base = package[: len(package) - child.level + 1] if child.level else []
+                target = [*base, *(child.module.split(".") if child.module else [])]
+                for alias in child.names:  # `from . import x` may name a module
+                    candidate = ".".join([*target, alias.name])
+                    found.add(candidate if _exists(candidate) else ".".join(target))
+            elif isinstance(child, ast.Import) and not (load_time_only and deferred):
+                found.update(a.name for a in child.names)
+            visit(child, late)
+
+    visit(tree, False)
+    return {name for name in found if name.startswith("gateway_lm")}
+
+
+def _exists(module: str) -> bool:
+    relative = Path(*module.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").is_file() or (PACKAGE / relative / "__init__.py").is_file()
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_spend_never_imports_the_rpc_layer() -> None:
+    offenders = {
+        name: sorted(i for i in _imports(path, load_time_only=False) if i.startswith("gateway_lm.rpc"))
+        for name, path in MODULES.items()
+        if name.startswith("gateway_lm.spend")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_no_import_cycles_at_load_time() -> None:
+    graph = {name: _imports(path, load_time_only=True) & MODULES.keys() for name, path in MODULES.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def walk(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if target == name or target == "gateway_lm":
+                continue  # the package's own __init__ (its version) imports nothing back
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target] if target in path else [name, target])
+            elif target not in state:
+                walk(target, [*path, target])
+        state[name] = 2
+
+    for name in graph:
+        if name not in state:
+            walk(name, [name])
+    assert cycles == []
+
+
+def test_every_logger_is_named_for_its_module() -> None:
+    misnamed = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "logging.getLogger" and node.args:
+                if ast.unparse(node.args[0]) != "__name__" and name != "gateway_lm.logs":
+                    misnamed.append(f"{name}: {ast.unparse(node)}")
+    assert misnamed == []
