@@ -20,7 +20,6 @@ from typing import Any
 from . import options as model_options
 from .catalogue import ModelInfo
 from .effort import MENU_KEY, Effort, by_rule, decide, level, nearest
-from .images import sniff_image_type
 from .messages import (
     ROLE_ASSISTANT,
     ROLE_SYSTEM,
@@ -320,3 +319,21 @@ def data_item(part: DataIn) -> Item | None:
 
 def _joined_text(message: MessageIn) -> str:
     return "".join(part.value for part in message.content if isinstance(part, TextIn))
+
+
+# Image MIME types from the bytes themselves: VS Code may say `image/*`, which providers reject.
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def sniff_image_type(data: bytes) -> str | None:
+    for magic, mime in _SIGNATURES:
+        if data.startswith(magic):
+            return mime
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
