@@ -312,6 +312,17 @@ async def test_credits_read_quietly(sidecar: Sidecar) -> None:
     assert failed.value.data["kind"] == "upstream"
 
 
+async def test_models_and_credits_check_their_key_alike(sidecar: Sidecar) -> None:
+    """One params model (KeyParams) for both methods: a key that is not a string is the caller's
+    mistake, told as such, on either; the sidecar goes on serving."""
+    for method in ("gateway/models", "gateway/credits"):
+        with pytest.raises(JsonRpcException) as failed:
+            await sidecar.request(method, {"apiKey": 42})
+        assert (failed.value.code, failed.value.data["kind"]) == (-32602, "bad_request"), method
+        assert "apiKey" in str(failed.value), method
+    assert await sidecar.request("gateway/credits", {}) == {"balance": 95.5, "totalUsed": 4.5}
+
+
 async def test_usage_reads_a_date_range_and_bounds_its_params(sidecar: Sidecar, tmp_path: Path) -> None:
     other_window = UsageStore(tmp_path / DB_NAME, None)
     for day in ("2026-01-01", "2026-01-02", "2026-01-03"):
