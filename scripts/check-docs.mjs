@@ -76,9 +76,25 @@ function checkPath(ref) {
   return basenames.has(clean) ? undefined : `no file named '${clean}'`;
 }
 
+// Modules that were renamed, merged or removed (issue 23): a doc naming `protocol.Settings` names a
+// module no longer there, which the lookup below would take for someone else's (`vscode.lm`).
+const FORMER = new Map([
+  ['protocol', 'messages'],
+  ['models', 'catalogue'],
+  ['spend', 'lookups, prices or ledger'],
+  ['cli_spend', 'cli'],
+  ['images', 'translate'],
+  ['sidecar', 'connection'],
+  ['spendTypes', 'contract or records'],
+  ['usagePanel', 'dashboard'],
+  ['usageHtml', 'dashboardHtml'],
+  ['usageData', 'dashboardData'],
+]);
+
 function checkSymbol(ref) {
   const [module, symbol, member] = ref.split('.');
   const names = modules.get(module);
+  if (!names && FORMER.has(module)) return `'${module}' is no module now (see ${FORMER.get(module)})`;
   if (!names) return undefined; // not one of our modules: `vscode.lm`, `os.environ`, …
   if (!names.has(symbol)) return `'${module}' defines no '${symbol}'`;
   if (member && !/^\w+$/.test(member)) return undefined;
