@@ -108,6 +108,8 @@ function sample(pid) {
     hostHeap: memory.heapUsed / 2 ** 20,
     hostHeapTotal: memory.heapTotal / 2 ** 20,
     hostExternal: memory.external / 2 ** 20,
+    // The young generation V8 sized for the allocation rate: part of the heap total, empty after a GC.
+    hostYoung: v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 2 ** 20,
     hostFds: fds('self'),
     pid,
     sideRss: pid ? rssMb(pid) : NaN,
@@ -277,10 +279,14 @@ async function soak(ext, dir) {
   const lastSidecarStart = samples.lastSidecarStart ?? start; // a short run (SOAK_TURNS) ends before it
   const steady = samples.series.find((x) => x.turn === 500) ?? start; // V8 has sized its heap by then
   const stalls = turns.filter((t) => t.fault === 'stall').map((t) => t.ms);
-  console.error(`soak: ${TURNS} turns in ${wallS.toFixed(0)} s; every 100 turns: host RSS / heap after GC / heap total MB / fds, sidecar pid RSS MB / fds`);
+  console.error(
+    `soak: ${TURNS} turns in ${wallS.toFixed(0)} s; every 100 turns: host RSS / heap after GC / heap total (of it the young generation) / external MB / fds, sidecar pid RSS MB / fds`,
+  );
   for (const x of [...samples.series, { turn: 'end', ...end }]) {
     const mb = (v) => v.toFixed(1);
-    console.error(`  ${x.turn}: ${mb(x.hostRss)} / ${mb(x.hostHeap)} / ${mb(x.hostHeapTotal)} / ${x.hostFds}; ${x.pid} ${mb(x.sideRss)} / ${x.sideFds}`);
+    console.error(
+      `  ${x.turn}: ${mb(x.hostRss)} / ${mb(x.hostHeap)} / ${mb(x.hostHeapTotal)} (${mb(x.hostYoung)}) / ${mb(x.hostExternal)} / ${x.hostFds}; ${x.pid} ${mb(x.sideRss)} / ${x.sideFds}`,
+    );
   }
   return [
     {

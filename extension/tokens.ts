@@ -27,6 +27,20 @@ interface Flight {
 
 const SLICE = 1 << 20; // characters per request for a huge text
 export const PERSIST_LIMIT = 1 << 16; // longer texts are remembered in memory only
+/** Characters of the texts the memory holds, in all (as the sidecar's memo, tokens.py MEMO_CHARS):
+ * an agent session's tool results would otherwise stay for good, 100,000 of them at 4 KB each. */
+export const MEMO_CHARS = 8 << 20;
+/** A message that is not one text part (a tool call, a tool result) is remembered under its JSON;
+ * past this length, under a SHA-1 of it (the one the saved counts use): its JSON is built afresh for
+ * every call anyway, so hashing it costs about what looking the text up would, and the memory keeps
+ * 28 characters instead of the message. */
+export const HASH_MESSAGES_OVER = 256;
+
+/** Counts by text, and how many characters their texts hold. */
+interface Held {
+  counts: Map<string, number>;
+  chars: number;
+}
 
 export class TokenCounter {
   // tokenizer → text → exact count. Counts are per tokenizer, not per model: every model that counts
@@ -34,22 +48,26 @@ export class TokenCounter {
   // (a model whose tokenizer is not known keeps counts of its own, under its id). Two levels, not one
   // `tokenizer + text` key: a string Copilot asks about again is the same object, whose hash V8 keeps;
   // a concatenated key is hashed afresh each time (5× the cost of a warm walk).
-  private readonly memo = new Map<string, Map<string, number>>();
+  private readonly memo = new Map<string, Held>();
   private tokenizers = new Map<string, string>(); // model id → tokenizer, from the model list
   private readonly askedModels = new Set<string>();
   // The model asked about last, its tokenizer and its counts: a walk asks about one model thousands of
   // times, and comparing the id (the same string object each time) costs less than hashing it.
   private lastModel: string | undefined;
   private lastKey = '';
-  private lastCounts: Map<string, number> | undefined;
+  private lastCounts: Held | undefined;
+  // Every Held of memo and messageTexts: entries and characters are bounded across all of them.
+  private readonly held: Held[] = [];
   private entries = 0;
+  private chars = 0;
+  private plainChars = 0;
   // What is saved (token-counts.json): tool strings as `tokenizer NUL text` (public, and read back
   // into the memo without hashing), everything else under a SHA-1 of it, so no prompt text is stored.
   // A count is hashed once, when it is learned (after a round trip), never per save or per call.
   private readonly plain = new Map<string, number>();
   private readonly hashed = new Map<string, number>();
   // Messages by tokenizer → role → text of their one text part, or by object (rfcs/0004).
-  private readonly messageTexts = new Map<string, Map<number, Map<string, number>>>();
+  private readonly messageTexts = new Map<string, Map<number, Held>>();
   private readonly byObject = new WeakMap<object, Map<string, number>>();
   private readonly flights = new Map<string, Map<string, { flight: Flight; index: number }>>(); // tokenizer → text → its batch
   // The last huge text (Copilot asks again right away): kept out of the memo, which would hold it for good.
@@ -60,6 +78,7 @@ export class TokenCounter {
   constructor(
     private readonly rpc: Rpc,
     private readonly capacity = 100_000,
+    private readonly maxChars = MEMO_CHARS,
   ) {}
 
   /** Which tokenizer each model counts with (the model list's `tokenizer`, which the sidecar sets by
@@ -92,7 +111,7 @@ export class TokenCounter {
   /** The count when it is known (memory or disk), without asking the sidecar. */
   known(model: string, text: string): number | undefined {
     const key = this.keyFor(model);
-    return this.lastCounts?.get(text) ?? this.fromDisk(key, text);
+    return this.lastCounts?.counts.get(text) ?? this.fromDisk(key, text);
   }
 
   count(model: string, item: string | MessageIn): Promise<number> {
@@ -107,7 +126,7 @@ export class TokenCounter {
       return this.huge?.key === key && this.huge.text === item ? this.huge.count : this.askInSlices(model, key, item);
     }
     const text = textOf(item);
-    const known = this.lastCounts?.get(text) ?? this.fromDisk(key, text);
+    const known = this.lastCounts?.counts.get(text) ?? this.fromDisk(key, text);
     if (known !== undefined) return known;
     const learn = (count: number): number => (this.learned(key, text, count, false), count);
     return this.inFlight(key, text) ?? this.ask(model, item).then(learn);
@@ -140,16 +159,16 @@ export class TokenCounter {
     const key = this.keyFor(model);
     if (soleText === undefined) return this.countOther(model, key, message, serialize);
     const byText = this.soleTexts(key, role);
-    const known = byText.get(soleText);
+    const known = byText.counts.get(soleText);
     if (known !== undefined) return Promise.resolve(known);
     const digest = soleText.length <= PERSIST_LIMIT && hash(`${key}\u0000\u0002${role}\u0000${soleText}`);
     const saved = digest ? this.hashed.get(digest) : undefined;
     if (saved !== undefined) {
-      byText.set(soleText, saved);
+      this.hold(byText, soleText, saved);
       return Promise.resolve(saved);
     }
     return this.ask(model, serialize()).then((count) => {
-      byText.set(soleText, count);
+      this.hold(byText, soleText, count);
       if (digest) this.save(this.hashed, digest, count);
       return count;
     });
@@ -166,12 +185,11 @@ export class TokenCounter {
     return typeof exact === 'number' ? Promise.resolve(remember(exact)) : exact.then(remember);
   }
 
-  private soleTexts(key: string, role: number): Map<string, number> {
+  private soleTexts(key: string, role: number): Held {
     let byRole = this.messageTexts.get(key);
-    if (!byRole) this.messageTexts.set(key, (byRole = new Map<number, Map<string, number>>()));
+    if (!byRole) this.messageTexts.set(key, (byRole = new Map<number, Held>()));
     let byText = byRole.get(role);
-    if (!byText) byRole.set(role, (byText = new Map<string, number>()));
-    if (byText.size >= this.capacity) byText.clear(); // bounded like the memo; refilled from disk or the sidecar
+    if (!byText) byRole.set(role, (byText = this.newHeld()));
     return byText;
   }
 
@@ -185,7 +203,7 @@ export class TokenCounter {
     for (const text of texts) {
       if (seen.has(text)) continue;
       seen.add(text);
-      if (counts?.has(text) || flying?.has(text) || this.fromDisk(key, text) !== undefined) continue;
+      if (counts?.counts.has(text) || flying?.has(text) || this.fromDisk(key, text) !== undefined) continue;
       out.push(text);
     }
     return out;
@@ -248,15 +266,21 @@ export class TokenCounter {
     return dropped;
   }
 
-  /** How many counts are held in memory. */
+  /** How many counts are held in memory by text. */
   get size(): number {
     return this.entries;
+  }
+
+  /** How many characters the texts held in memory have: those of the memo and of the saved tool
+   * strings (what restore() reads and snapshot() writes) are each bounded by `maxChars`. */
+  get heldChars(): { memo: number; saved: number } {
+    return { memo: this.chars, saved: this.plainChars };
   }
 
   private fromDisk(key: string, text: string): number | undefined {
     if (this.hashed.size === 0 || text.length > PERSIST_LIMIT) return undefined;
     const count = this.hashed.get(hash(keyOf(key, text)));
-    if (count !== undefined) this.remember(key, text, count);
+    if (count !== undefined && !byHash(text)) this.remember(key, text, count);
     return count;
   }
 
@@ -279,16 +303,26 @@ export class TokenCounter {
 
   /** A count the sidecar gave: kept in memory, and saved as public text (a tool string) or hashed. */
   private learned(key: string, text: string, count: number, isPublic: boolean): void {
-    this.remember(key, text, count);
-    if (text.length > PERSIST_LIMIT) return; // hashing it would cost more than counting it again
+    if (text.length > PERSIST_LIMIT) return this.remember(key, text, count); // hashing it would cost more than counting it again
+    if (isPublic || !byHash(text)) this.remember(key, text, count);
     const entry = keyOf(key, text);
     if (isPublic) this.save(this.plain, entry, count);
     else this.save(this.hashed, hash(entry), count);
   }
 
-  /** Bounded like the memo: the oldest entries go first (a Map keeps insertion order). */
+  /** Bounded like the memo: the oldest entries go first (a Map keeps insertion order); the public
+   * texts by their characters too. */
   private save(saved: Map<string, number>, entry: string, count: number, fresh = true): void {
-    if (saved.size >= this.capacity && !saved.has(entry)) saved.delete(saved.keys().next().value as string);
+    const plain = saved === this.plain;
+    if (!saved.has(entry)) {
+      if (plain && entry.length > this.maxChars) return;
+      while (saved.size && (saved.size >= this.capacity || (plain && this.plainChars + entry.length > this.maxChars))) {
+        const oldest = saved.keys().next().value as string;
+        saved.delete(oldest);
+        if (plain) this.plainChars -= oldest.length;
+      }
+      if (plain) this.plainChars += entry.length;
+    }
     saved.set(entry, count);
     this.dirty ||= fresh;
   }
@@ -296,26 +330,47 @@ export class TokenCounter {
   private remember(key: string, text: string, count: number): void {
     let counts = this.memo.get(key);
     if (!counts) {
-      this.memo.set(key, (counts = new Map<string, number>()));
+      this.memo.set(key, (counts = this.newHeld()));
       if (key === this.lastKey) this.lastCounts = counts;
     }
-    if (!counts.has(text)) {
-      if (this.entries >= this.capacity) this.forgetOldest();
-      this.entries++;
-    }
-    counts.set(text, count);
+    this.hold(counts, text, count);
   }
 
-  private forgetOldest(): void {
-    for (const counts of this.memo.values()) {
-      const oldest = counts.keys().next();
-      if (!oldest.done) {
-        counts.delete(oldest.value);
-        this.entries--;
-        return;
-      }
-    }
+  private newHeld(): Held {
+    const held: Held = { counts: new Map<string, number>(), chars: 0 };
+    this.held.push(held);
+    return held;
   }
+
+  /** Keeps a count, within the bounds: the oldest texts of the fullest map go first. */
+  private hold(held: Held, text: string, count: number): void {
+    if (!held.counts.has(text)) {
+      if (text.length > this.maxChars) return; // asked again, it is counted again
+      while ((this.entries >= this.capacity || this.chars + text.length > this.maxChars) && this.forgetOldest());
+      this.entries++;
+      this.chars += text.length;
+      held.chars += text.length;
+    }
+    held.counts.set(text, count);
+  }
+
+  /** False when nothing is held. */
+  private forgetOldest(): boolean {
+    let fullest: Held | undefined;
+    for (const held of this.held) if (held.counts.size && (!fullest || held.chars > fullest.chars)) fullest = held;
+    const oldest = fullest?.counts.keys().next();
+    if (!fullest || !oldest || oldest.done) return false;
+    fullest.counts.delete(oldest.value);
+    fullest.chars -= oldest.value.length;
+    this.chars -= oldest.value.length;
+    this.entries--;
+    return true;
+  }
+}
+
+/** A message kept by the SHA-1 of its JSON rather than by the JSON (HASH_MESSAGES_OVER). */
+function byHash(text: string): boolean {
+  return text.length > HASH_MESSAGES_OVER && text.length <= PERSIST_LIMIT && text.charCodeAt(0) === 1;
 }
 
 /** The sidecar's counts, checked: one non-negative integer per text asked (bytes from another process). */

@@ -1,17 +1,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
 import type * as vscode from 'vscode';
 import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/sidecar/rpc';
 import * as stub from './vscode-stub';
-import { TokenCounter, ToolInfo, toolStrings } from '../../extension/tokens';
+import { MEMO_CHARS, TokenCounter, ToolInfo, toolStrings } from '../../extension/tokens';
+import { serializeMessage } from '../../extension/wire';
 import type { MessageIn } from '../../extension/contract';
 
-function countingRpc(): { rpc: Rpc; calls: unknown[] } {
+function countingRpc(keep = true): { rpc: Rpc; calls: unknown[] } {
   const calls: unknown[] = [];
   const rpc: Rpc = {
     async request<R>(_method: string, params: unknown): Promise<R> {
-      calls.push(params);
+      calls.push(keep ? params : undefined); // a memory test keeps none of what it sends
       const { texts } = params as { texts: unknown[] };
       return { counts: texts.map((t) => (typeof t === 'string' ? t.length : 99)) } as R;
     },
@@ -201,4 +204,71 @@ test('counts are shared by the models with the same tokenizer, kept apart across
   assert.equal(restarted.known('vendor/b', 'read_file'), 9);
   assert.equal(await restarted.count('vendor/b', 'a prompt'), 8);
   assert.equal(calls.length, 2, 'and after a restart');
+});
+
+// Issue 24: over a 1,000-turn agent session the memo kept every tool result whole (bounded by
+// entries, 100,000, not by size), and the extension host's memory grew with it.
+const heap = (() => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  return () => (gc(), process.memoryUsage().heapUsed / 2 ** 20);
+})();
+
+/** A tool result as Copilot's agent sends it: a file's worth of text, different each time. */
+function toolResult(i: number): vscode.LanguageModelChatMessage {
+  const lines = Array.from({ length: 120 }, (_, j) => `    def handler_${i}_${j}(self, request):  # route ${(i * 31 + j) % 997}`);
+  const result = new stub.LanguageModelToolResultPart(`call_${i}`, [new stub.LanguageModelTextPart(lines.join('\n'))]);
+  return { role: 1, name: undefined, content: [result] };
+}
+
+test('a long agent session: tool results are not kept whole, and each is still counted once', async () => {
+  const { rpc, calls } = countingRpc(false);
+  const provider = new GatewayChatProvider(rpc, {
+    apiKey: async () => undefined,
+    askForKey: async () => undefined,
+    thinking: () => 'auto',
+    loadCache: async () => [],
+    saveCache: async () => undefined,
+    onUsage() {},
+    tools: () => [],
+    log: { info() {}, warn() {}, error() {} },
+  });
+  const model = { id: 'm' } as vscode.LanguageModelChatInformation;
+  const token = new stub.CancellationTokenSource().token;
+  const before = heap();
+  for (let i = 0; i < 3000; i++) assert.equal(await provider.provideTokenCount(model, toolResult(i), token), 99); // 7 KB each, 21 MB in all
+  const grown = heap() - before;
+  assert.ok(grown < 4, `the heap grew ${grown.toFixed(1)} MB over 3,000 tool results`);
+  assert.equal(calls.length, 3000);
+  // Copilot builds each message afresh for every call: the same result, a new object.
+  for (const i of [0, 1500, 2999]) assert.equal(await provider.provideTokenCount(model, toolResult(i), token), 99);
+  assert.equal(calls.length, 3000, 'still known, without a round trip');
+  const restarted = new TokenCounter(rpc);
+  restarted.restore(JSON.parse(JSON.stringify(provider.tokens.snapshot())));
+  assert.equal(restarted.known('m', `\u0001${JSON.stringify(serializeMessage(toolResult(7), false))}`), 99, 'and after a restart');
+});
+
+test('the memo and the saved tool strings are bounded by their characters, not only by entries', async () => {
+  const { rpc, calls } = countingRpc(false);
+  const counter = new TokenCounter(rpc);
+  const text = (i: number, length: number) => `${i} ${'x'.repeat(length)}`;
+  const before = heap();
+  for (let i = 0; i < 200; i++) await counter.count('m', text(i, 100_000)); // 20M characters
+  const grown = heap() - before;
+  assert.ok(grown < MEMO_CHARS / 2 ** 20 + 2, `the heap grew ${grown.toFixed(1)} MB for 20M characters counted`);
+  assert.equal(await counter.count('m', text(199, 100_000)), 100_004, 'the latest are kept');
+  assert.equal(calls.length, 200);
+  assert.equal(await counter.count('m', text(0, 100_000)), 100_002, 'the oldest went, and are counted again');
+  assert.equal(calls.length, 201);
+  // Tool strings are saved as they are: the file stays bounded too.
+  for (let start = 0; start < 400; start += 100) {
+    await counter.prefetch(
+      'm',
+      Array.from({ length: 100 }, (_, i) => text(start + i, 60_000)),
+    ); // 24M characters in all
+  }
+  const saved = counter.snapshot()!;
+  const chars = Object.keys(saved.plain).reduce((n, key) => n + key.length, 0);
+  assert.ok(chars <= MEMO_CHARS, `${chars} characters of tool strings saved`);
+  assert.equal(saved.plain[`m\u0000${text(399, 60_000)}`], 60_004, 'the latest are saved');
 });
