@@ -136,6 +136,7 @@ export interface ChatParams {
   };
   requestId: string | number;
   apiKey?: string | null;
+  group?: string | null;
   approvedCost?: number | null;
   approvedDay?: boolean;
   approvedUnpriced?: boolean;
@@ -319,6 +320,7 @@ export interface UsageRecord {
   cost: number | null;
   billed: boolean;
   byok: boolean | null;
+  group: string | null;
 }
 export interface RpcNotifications {
   'gateway/parts': PartsNotification;

@@ -16,7 +16,7 @@ from gateway_lm.spend.history import DB_NAME, UsageStore, utc_day
 PER_WRITER = 300
 
 
-def record(key: str, time: str, cost: float | None = 0.001, billed: bool = True) -> Any:
+def record(key: str, time: str, cost: float | None = 0.001, billed: bool = True, group: str | None = None) -> Any:
     return {
         "id": key,
         "time": time,
@@ -30,6 +30,7 @@ def record(key: str, time: str, cost: float | None = 0.001, billed: bool = True)
         "cost": cost,
         "billed": billed,
         "byok": False,
+        "group": group,
     }
 
 

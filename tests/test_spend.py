@@ -347,7 +347,7 @@ def spent_elsewhere(state_dir: Path, usd: float, *more: tuple[str, Any]) -> None
     other_window.close()
 
 
-def record_at(time: str, cost: float) -> Any:
+def record_at(time: str, cost: float, group: str | None = None) -> Any:
     return {
         "id": f"gen_{time}",
         "time": time,
@@ -361,6 +361,7 @@ def record_at(time: str, cost: float) -> Any:
         "cost": cost,
         "billed": True,
         "byok": False,
+        "group": group,
     }
 
 

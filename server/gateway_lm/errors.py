@@ -124,6 +124,17 @@ class GatewayError(Exception):
         return data
 
 
+def group_without_key() -> GatewayError:
+    """A request on a model of a provider group whose key the extension no longer has: the group was
+    deleted (or its key could not be read). Sending it with another key would bill someone else."""
+    return GatewayError(
+        "auth",
+        "This model belongs to a Vercel AI Gateway provider group that is gone (deleted, or its API key"
+        " could not be read), so it was not sent. Choose a model of another group, or add the key again:"
+        " Chat: Manage Language Models → Add Models → Vercel AI Gateway.",
+    )
+
+
 def with_advice(kind: ErrorKind, detail: str) -> str:
     advice = _ADVICE.get(kind, "")
     detail = detail.strip().rstrip(".")

@@ -18,7 +18,7 @@ from ..budget import BudgetFactors
 from ..catalogue import ModelInfo, catalogue, input_budget
 from ..client import GatewayClient
 from ..counting import TokenService
-from ..errors import GatewayError
+from ..errors import GatewayError, group_without_key
 from ..fit import InputLimit, fit_request, has_tool_results
 from ..logs import ClientLogHandler, Redactor, configure
 from ..picker import picker_entry
@@ -192,6 +192,8 @@ class Sidecar:
 
     async def _chat(self, request: ChatParams) -> ChatResult:
         self.redact.add(request.apiKey)
+        if request.group is not None and not request.apiKey:
+            raise group_without_key()  # the environment's key is not this group's
         known = self.models.get(request.model)
         if known is None and self.ledger.guards():
             known = await self._priced(request.model, request.apiKey)
@@ -203,7 +205,7 @@ class Sidecar:
         prepared = await prepare(request, self.settings, known, limit)
         approval = Approval(request.approvedCost, request.approvedDay, request.approvedUnpriced)
         await self.ledger.guard(
-            request.model, approval, prepared.body, known, factor
+            request.model, approval, prepared.body, known, factor, request.group
         )  # priced as sent; refused: not sent
         outcome = ChatOutcome()
         self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
@@ -288,7 +290,9 @@ class Sidecar:
         self.outbox.flush(request.requestId)  # every part precedes the result
         self._calibrate_later(request.model, outcome)
         known = self.models.get(request.model)
-        self._in_background(self.ledger.settle(request.requestId, request.model, outcome, known, request.apiKey))
+        self._in_background(
+            self.ledger.settle(request.requestId, request.model, outcome, known, request.apiKey, request.group)
+        )
         log.info("chat %s finished: %s, usage %s", request.requestId, outcome.finish_reason, outcome.usage)
         return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
 

@@ -15,7 +15,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
 from ..errors import GatewayError
-from ..messages import MAX_MODEL_ID, ChatRequest, MessageIn
+from ..messages import MAX_MODEL_ID, ChatRequest, GroupId, MessageIn
 from ..settings import MAX_COST_SETTING, describe_problems
 from ..spend.history import DEFAULT_LIMIT, MAX_LIMIT
 from .codes import GATEWAY_ERROR, INTERNAL_ERROR, INVALID_PARAMS, error_data
@@ -40,6 +40,9 @@ class ChatParams(ChatRequest):
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
     requestId: str | int
     apiKey: str | None = None
+    # The provider group the model was listed for; its requests carry its own key and never fall
+    # back to the environment's, and its spend is counted apart (rfcs/0007).
+    group: GroupId | None = None
     # What the user approved after the spend guard asked (rfcs/0006-spend.md): a request estimated at
     # most `approvedCost` USD passes the request limit; `approvedDay` lets this request pass the day
     # limit; `approvedUnpriced` lets a request on a model without a price pass both.

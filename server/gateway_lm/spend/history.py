@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from ..messages import MAX_MODEL_ID, ModelId
+from ..messages import MAX_GROUP, MAX_MODEL_ID, GroupId, ModelId
 from ..usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS usage (
     reasoning_tokens INTEGER NOT NULL,
     cost REAL,
     billed INTEGER NOT NULL,
-    byok INTEGER
+    byok INTEGER,
+    grp TEXT
 );
 CREATE INDEX IF NOT EXISTS usage_day ON usage (day);
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
@@ -66,6 +67,7 @@ _FIELDS = (
     ("cost", "cost"),
     ("billed", "billed"),
     ("byok", "byok"),
+    ("grp", "group"),
 )
 _COLUMNS = ", ".join(column for column, _ in _FIELDS)
 _UPSERT = (
@@ -96,6 +98,28 @@ class UsageRecord(TypedDict):
     cost: Annotated[float, Field(ge=0, le=MAX_USD)] | None  # USD
     billed: bool  # True: the gateway's total_cost; False: our estimate from the model's prices
     byok: bool | None
+    group: GroupId | None  # the provider group whose key paid (messages.GroupId); None: the default key
+
+
+class Every:
+    """Every provider group's spend (`day_total`), told apart from None, the default key's."""
+
+
+EVERY = Every()
+
+
+def _add_group_column(db: sqlite3.Connection) -> None:
+    """A history written before provider groups has no `grp` column: added, its rows the default
+    key's (NULL), which they were. Two windows may add it at once: the loser's duplicate is fine."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
+    if "grp" in columns:
+        return
+    try:
+        db.execute("ALTER TABLE usage ADD COLUMN grp TEXT")
+    except sqlite3.OperationalError:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
+        if "grp" not in columns:
+            raise
 
 
 def utc_day(when: datetime.datetime | None = None) -> str:
@@ -118,6 +142,7 @@ class UsageStore:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")  # in WAL: durable but for the last commits on power loss
             self._db.executescript(_SCHEMA)
+            _add_group_column(self._db)
         except sqlite3.Error:
             self._db.close()
             raise
@@ -174,12 +199,16 @@ class UsageStore:
             log.warning("usage history: %d unreadable records skipped", len(rows) - len(records))
         return records
 
-    def day_total(self, day: str | None = None, wait: float | None = None) -> float:
-        """USD spent on `day` (UTC; today by default), by every window. With `wait`, gives up after
-        that many seconds behind a lock (ours or another window's) with sqlite3.OperationalError.
-        A row that does not read as a record still counts its cost when that reads: the spend guard
-        errs toward asking."""
-        query = ("SELECT cost FROM usage WHERE day = ?", (day or utc_day(),))
+    def day_total(self, day: str | None = None, wait: float | None = None, group: str | Every | None = EVERY) -> float:
+        """USD spent on `day` (UTC; today by default), by every window: by one provider group's key
+        (None: the default key), or by every key. With `wait`, gives up after that many seconds
+        behind a lock (ours or another window's) with sqlite3.OperationalError. A row that does not
+        read as a record still counts its cost when that reads: the spend guard errs toward asking."""
+        query: tuple[str, tuple[str, ...]] = ("SELECT cost FROM usage WHERE day = ?", (day or utc_day(),))
+        if group is None:
+            query = (f"{query[0]} AND grp IS NULL", query[1])
+        elif isinstance(group, str):
+            query = (f"{query[0]} AND grp = ?", (*query[1], group))
         if wait is None:
             with self._lock:
                 rows = self._db.execute(*query).fetchall()
@@ -198,7 +227,7 @@ class UsageStore:
 def _record(row: tuple[Any, ...]) -> UsageRecord | None:
     values = dict(zip((name for _, name in _FIELDS), row, strict=True))
     try:
-        provider, byok = values["provider"], values["byok"]
+        provider, byok, group = values["provider"], values["byok"], values["group"]
         return {
             "id": _text(values["id"], MAX_ID),
             "time": _text(values["time"], MAX_TIME),
@@ -212,6 +241,7 @@ def _record(row: tuple[Any, ...]) -> UsageRecord | None:
             "cost": _cost(values["cost"]),
             "billed": values["billed"] == 1,
             "byok": None if byok not in (0, 1) else byok == 1,
+            "group": _group(group),
         }
     except ValueError:
         return None
@@ -221,6 +251,18 @@ def _text(value: Any, most: int) -> str:
     if not isinstance(value, str) or not 0 < len(value) <= most:
         raise ValueError("not a text within its bound")
     return value
+
+
+def _group(value: Any) -> str | None:
+    """A group tag as messages.GroupId allows; anything else reads as the default key's."""
+    if (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_GROUP
+        and value.replace("-", "").replace("_", "").isalnum()
+        and value.isascii()
+    ):
+        return value
+    return None
 
 
 def _count(value: Any) -> int:

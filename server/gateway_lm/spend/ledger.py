@@ -29,7 +29,7 @@ from ..pipeline import ChatOutcome
 from ..settings import Settings
 from ..tokens import count_request
 from ..usage import MAX_ID, bounded_usd
-from .history import DB_NAME, GUARD_READ_TIMEOUT_S, UsageRecord, UsageStore, utc_day
+from .history import DB_NAME, EVERY, GUARD_READ_TIMEOUT_S, Every, UsageRecord, UsageStore, utc_day
 from .lookups import Credits, Generation, look_up, read_credits
 from .prices import check, request_estimate, unpriced_refusal, usage_cost
 
@@ -52,7 +52,7 @@ class Approval:
 
 class UsageResult(TypedDict):
     records: list[UsageRecord]  # newest first
-    dayTotal: float | None  # USD spent today (UTC) by every window; None: the history cannot be read
+    dayTotal: float | None  # USD spent today (UTC) by every window and key; None: the history cannot be read
     problem: str | None  # why the history cannot be used now (the dashboard says so)
 
 
@@ -84,8 +84,10 @@ class Ledger:
         self._told: set[str] = set()
         self._unpriced: set[str] = set()  # models a guarded request went out on without a price, once each
         self._pending: dict[str, UsageRecord] = {}  # records not written yet, by their row's key
-        self._day_read: tuple[str, float] | None = None  # (UTC day, total) as last read from the history
-        self._since_read: dict[str, float] = {}  # today's records written after that read: key → USD
+        # Per provider group (None: the default key; EVERY: all of them), as last read from the history:
+        # (UTC day, total), and today's records written after that read (row key → USD).
+        self._day_read: dict[str | Every | None, tuple[str, float]] = {}
+        self._since_read: dict[str | Every | None, dict[str, float]] = {}
         self._opened_at = 0.0  # monotonic time of the last attempt to open the history
         self._reopening: set[asyncio.Future[None]] = set()
 
@@ -93,7 +95,8 @@ class Ledger:
         if settings.stateDir != self.settings.stateDir:
             if self.store is not None:
                 self.store.close()
-            self.store, self._day_read = None, None
+            self.store = None
+            self._day_read, self._since_read = {}, {}
             self.settings = settings
             self._open()
         elif self.store is not None:
@@ -132,7 +135,13 @@ class Ledger:
         return self.settings.maxRequestCost is not None or self.settings.maxDailyCost is not None
 
     async def guard(
-        self, model_id: str, approval: Approval, body: dict[str, Any], model: ModelInfo | None, factor: float
+        self,
+        model_id: str,
+        approval: Approval,
+        body: dict[str, Any],
+        model: ModelInfo | None,
+        factor: float,
+        group: str | None = None,
     ) -> None:
         """Raises `spend_limit` when the estimate of `body` (the request as it will be sent: translated
         and fitted, pipeline.prepare) passes a limit the user set, or when a limit is set and the
@@ -151,36 +160,46 @@ class Ledger:
             return
         tokens = math.ceil(await asyncio.to_thread(count_request, body, model_id) * factor)
         estimate = request_estimate(tokens, pricing, max_output) or 0.0
-        spent = await self.spent_today(GUARD_READ_TIMEOUT_S) if settings.maxDailyCost is not None else 0.0
+        # The day limit holds per key: a group's requests count its own spend only (rfcs/0007).
+        spent = await self.spent_today(GUARD_READ_TIMEOUT_S, group) if settings.maxDailyCost is not None else 0.0
         check(estimate, settings, spent, approval.cost, approval.day, self.problem)
 
-    async def spent_today(self, wait: float | None = None) -> float | None:
-        """USD spent today (UTC) by every window; None when the history has not been read today.
-        A read that fails or waits past `wait` falls back to the last read plus what this process
-        wrote since, so a lock another program holds neither stops nor delays a chat."""
+    async def spent_today(self, wait: float | None = None, group: str | Every | None = EVERY) -> float | None:
+        """USD spent today (UTC) by every window, with one provider group's key (None: the default
+        key) or every key; None when the history has not been read today. A read that fails or
+        waits past `wait` falls back to the last read plus what this process wrote since, so a lock
+        another program holds neither stops nor delays a chat."""
         today = utc_day()
-        total = await self._in_store(lambda store: store.day_total(today, wait), "read")
+        total = await self._in_store(lambda store: store.day_total(today, wait, group), "read")
         if total is not None:
-            self._day_read = (today, total)
-            self._since_read = {}
-            return total + self._pending_today(today)
-        if self._day_read is None or self._day_read[0] != today:
+            self._day_read[group] = (today, total)
+            self._since_read[group] = {}
+            return total + self._pending_today(today, group)
+        read = self._day_read.get(group)
+        if read is None or read[0] != today:
             return None
-        return self._day_read[1] + math.fsum(self._since_read.values()) + self._pending_today(today)
+        since = self._since_read.get(group, {})
+        return read[1] + math.fsum(since.values()) + self._pending_today(today, group)
 
-    def _pending_today(self, today: str) -> float:
-        return math.fsum(r["cost"] or 0.0 for r in self._pending.values() if r["time"][:10] == today)
+    def _pending_today(self, today: str, group: str | Every | None) -> float:
+        return math.fsum(r["cost"] or 0.0 for r in self._pending.values() if r["time"][:10] == today and _of(r, group))
 
     # ---- after a chat ----
 
     async def settle(
-        self, request_id: str | int, model: str, outcome: ChatOutcome, known: ModelInfo | None, api_key: str | None
+        self,
+        request_id: str | int,
+        model: str,
+        outcome: ChatOutcome,
+        known: ModelInfo | None,
+        api_key: str | None,
+        group: str | None = None,
     ) -> None:
         """Records the chat's usage at once (the estimate), then its billed cost when the gateway has it."""
         if outcome.usage is None:
             return  # no answer to account for: failed, cancelled, or a gateway that reports no usage
         try:
-            record = estimated(model, outcome.usage, outcome.response_id, known)
+            record = estimated(model, outcome.usage, outcome.response_id, known, group)
             from_response = record["id"] if record["id"] == outcome.response_id else None  # not our uuid
             await self._settle(request_id, record, outcome.generation_id or from_response, api_key)
         except Exception as error:  # a background task: nobody else would hear of it
@@ -246,7 +265,9 @@ class Ledger:
             if self._pending.get(waiting_key) is waiting:
                 del self._pending[waiting_key]
             if waiting["time"][:10] == utc_day():
-                self._since_read[waiting_key] = waiting["cost"] or 0.0
+                for group, since in self._since_read.items():
+                    if _of(waiting, group):
+                        since[waiting_key] = waiting["cost"] or 0.0
         if self.problem is not None:
             log.info("the usage history can be written again; every record kept in memory is in it")
             self.problem = None
@@ -266,7 +287,14 @@ class Ledger:
             task.add_done_callback(self._reopening.discard)
 
 
-def estimated(model: str, usage: UsagePart, response_id: str | None, known: ModelInfo | None) -> UsageRecord:
+def _of(record: UsageRecord, group: str | Every | None) -> bool:
+    """Whether the record is one of `group`'s (EVERY: of any group)."""
+    return isinstance(group, Every) or record["group"] == group
+
+
+def estimated(
+    model: str, usage: UsagePart, response_id: str | None, known: ModelInfo | None, group: str | None = None
+) -> UsageRecord:
     """The record by list prices, as soon as the chat answered."""
     now = datetime.datetime.now(datetime.timezone.utc)
     return {
@@ -283,6 +311,7 @@ def estimated(model: str, usage: UsagePart, response_id: str | None, known: Mode
         "cost": bounded_usd(usage_cost(usage, known.pricing if known is not None else None)),
         "billed": False,
         "byok": None,
+        "group": group,
     }
 
 
