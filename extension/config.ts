@@ -7,8 +7,19 @@ export const SECTION = 'vercelAiGateway';
 export const VENDOR = 'vercel-ai-gateway';
 /** vscode-languageclient's id for the sidecar's client (it also names a `.trace.server` setting). */
 export const CLIENT_ID = SECTION;
-/** The key of the API key in VS Code's secret storage. */
+/** Where a release before provider groups kept the API key in VS Code's secret storage; a key found
+ * there is moved into a group (extension/keys.ts, rfcs/0007 "Several keys side by side"). */
 export const SECRET_API_KEY = `${SECTION}.apiKey`;
+/** The name of the group a stored key moves into: the provider's displayName in package.json, the
+ * name VS Code's own "Add Models" offers first. */
+export const GROUP_NAME = 'Vercel AI Gateway';
+/** VS Code's commands the extension runs (its own, not declared in package.json). */
+export const HOST_COMMANDS = {
+  /** Chat: Manage Language Models, the editor of provider groups. */
+  manageModels: 'workbench.action.chat.manage',
+  /** Adds a group with the given settings after the provider listed its models (VS Code 1.133+). */
+  migrateGroup: 'lm.migrateLanguageModelsProviderGroup',
+} as const;
 export const STATUS_ITEM_ID = `${SECTION}.usage`;
 
 export const COMMANDS = {

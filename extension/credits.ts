@@ -29,6 +29,11 @@ export class CreditsReader {
     this.fetch().catch((error: unknown) => this.log.warn(`Could not read the credits: ${fromRpcError(error).message}`));
   }
 
+  /** Requests now go out with another key (another provider group): its balance is read at the next refresh. */
+  keyChanged(): void {
+    this.fetchedAt = Number.NEGATIVE_INFINITY;
+  }
+
   /** Fetches now (one fetch at a time); the balance goes to the status bar too. */
   fetch(): Promise<Credits> {
     this.fetchedAt = this.clock(); // a failure also waits its minute

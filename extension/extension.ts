@@ -36,21 +36,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const warn = (message: string) => log.warn(message);
   let cache: Promise<ModelEntry[]> | undefined; // read once: a bad file is reported once
+  let lastGroup: string | undefined; // the provider group of the last request (undefined: the default key)
   const credits = new CreditsReader(
     sidecar,
-    () => keys.get(),
+    // The credits of the key the last request went out with: each group's team has its own.
+    async () => (lastGroup === undefined ? keys.get() : keys.keyOf(lastGroup)),
     (balance) => status.setCredits(balance),
     log,
   );
   const provider = new GatewayChatProvider(sidecar, {
     apiKey: () => keys.get(),
-    askForKey: () => keys.prompt(),
+    onGroup: (group) => keys.listed(group),
     thinking: () => setting<ThinkingMode>('thinking') ?? 'auto',
     shown: shownPatterns,
     loadCache: () => (cache ??= loadModels(cacheFile, log)),
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
-    onUsage: (model, usage, requestId) => {
-      status.show(model, usage, requestId); // the status bar shows real tokens
+    onUsage: (model, usage, requestId, group) => {
+      if (group !== lastGroup) credits.keyChanged();
+      lastGroup = group;
+      status.show(model, usage, requestId, group); // the status bar shows real tokens
       credits.refreshSoon();
     },
     confirmSpend: askToSend,
@@ -75,6 +79,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     forgetShown();
     if (await restartServer(sidecar)) await provider.refresh();
   };
+  // A key stored by a release before groups becomes a provider group; off activation's path, since
+  // VS Code's migration activates this very extension to list the group's models.
+  void keys.moveStoredKey(log).catch((error: Error) => warn(`The stored API key was not moved: ${error.message}`));
   const tellCostly = () => void tellWorkspaceCostly(context.workspaceState).catch((error: Error) => warn(error.message));
   tellCostly();
 

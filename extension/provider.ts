@@ -4,6 +4,7 @@ import { Approvals } from './approval';
 import type { ChatResult, ModelEntry, StreamPart, UsagePart } from './contract';
 import { isShown } from './curate';
 import { fromRpcError, isCancellation } from './errors';
+import { type Group, groupOf } from './keys';
 import { plain } from './notify';
 import type { SpendAnswer } from './guard';
 import { spendLimitOf } from './records';
@@ -15,14 +16,19 @@ import { TokenCounter, ToolInfo } from './tokens';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
 
 export interface ProviderHooks {
+  /** The default key (the environment's, or one stored before provider groups): the key of the list
+   * VS Code asks for without a group. */
   apiKey(): Promise<string | undefined>;
-  askForKey(): Promise<void>;
+  /** VS Code listed a provider group's models (extension/keys.ts keeps its key for redaction and
+   * the migration of a stored key). */
+  onGroup?(group: Group): void;
   thinking(): ThinkingMode;
   /** The ids and glob patterns of `picker.models` (extension/curate.ts); none: every model is offered. */
   shown?(): readonly string[];
   loadCache(): Promise<ModelEntry[]>;
   saveCache(models: ModelEntry[]): Promise<void>;
-  onUsage(model: ModelEntry | undefined, usage: UsagePart, requestId: string): void;
+  /** `group`: the tag of the provider group the request went out with; undefined: the default key. */
+  onUsage(model: ModelEntry | undefined, usage: UsagePart, requestId: string, group?: string): void;
   /** The spend guard refused a request: ask the user (extension/guard.ts). Without it, the refusal
    * is an error like any other. */
   confirmSpend?(refusal: Refusal): Promise<SpendAnswer>;
@@ -52,6 +58,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   private streaming = 0; // chats under way: background counting waits for them
   private windowTimer: NodeJS.Timeout | undefined;
   readonly approvals = new Approvals();
+  private readonly groupKeys = new Map<string, string>(); // a group's tag → its key, as VS Code last resolved it
 
   constructor(
     private readonly rpc: Rpc,
@@ -65,8 +72,26 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     });
   }
 
-  async provideLanguageModelChatInformation(options: { silent: boolean }, _token: vscode.CancellationToken): Promise<vscode.LanguageModelChatInformation[]> {
-    if (!options.silent && !(await this.hooks.apiKey())) await this.hooks.askForKey();
+  /** VS Code asks once without a group (the default key's list) and once per provider group of the
+   * Language Models editor, with that group's settings, its key among them (VS Code 1.133+; the
+   * field is typed in a proposal). Every list is the same catalogue (the gateway lists its models
+   * without a key); each group's entries carry its tag, so a request goes out with that group's key
+   * (rfcs/0007, "Several keys side by side"). */
+  async provideLanguageModelChatInformation(
+    options: { silent: boolean; configuration?: unknown },
+    _token: vscode.CancellationToken,
+  ): Promise<vscode.LanguageModelChatInformation[]> {
+    const group = groupOf(options.configuration);
+    if (group === 'keyless') {
+      this.hooks.log.info('A Vercel AI Gateway provider group has no API key: Update API Key on it in the Language Models editor lists its models.');
+      return [];
+    }
+    if (group) {
+      this.groupKeys.set(group.tag, group.key);
+      this.hooks.onGroup?.(group);
+    } else if (!(await this.hooks.apiKey())) {
+      return []; // no default key: keys live in provider groups (Add Models in the Language Models editor)
+    }
     if (this.models.length === 0) this.adopt(await this.hooks.loadCache());
     // VS Code asks several times in a row (and again after every change event): one fetch a minute
     // at most, or each answer would re-render the picker under the user's mouse.
@@ -75,7 +100,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     this.served = this.models;
     if (this.models.length) this.prefetch.start(); // Copilot's first walk will ask for the tool strings
     const shown = this.hooks.shown?.() ?? [];
-    return this.models.map((model) => toChatInformation(model, shown));
+    return this.models.map((model) => ({ ...toChatInformation(model, shown), ...(group ? { group: group.tag } : {}) }));
   }
 
   /** Fetches the catalogue now; fires the change event when VS Code was served another list. */
@@ -166,6 +191,10 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     const initiator = (options as { requestInitiator?: unknown }).requestInitiator; // not in @types/vscode 1.106
     this.hooks.onRequest?.(typeof initiator === 'string' ? initiator : undefined);
     const thinking = this.hooks.thinking();
+    // A group's model goes out with that group's key and no other: one VS Code no longer lists (the
+    // group was deleted in another window) is refused by the sidecar (errors.group_without_key).
+    const group = (model as ChatInformation).group;
+    const apiKey = typeof group === 'string' ? this.groupKeys.get(group) : await this.hooks.apiKey();
     const subscription = this.rpc.onParts(requestId, (parts) => reportParts(parts, thinking, progress));
     const params: ChatParams = {
       requestId,
@@ -182,7 +211,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       // The user's choices in the model's menus in the chat input, with the schema's defaults
       // (VS Code 1.133+; typed in the chatProvider proposal). The sidecar reads them leniently.
       modelConfiguration: modelConfigurationOf(options),
-      apiKey: await this.hooks.apiKey(),
+      apiKey,
+      ...(typeof group === 'string' ? { group } : {}),
     };
     this.streaming++;
     this.prefetch.offered(options.tools);
@@ -195,7 +225,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       if (result.usage) {
         const entry = this.models.find((m) => m.id === model.id);
         progress.report(usageDataPart(result.usage, entry?.budgetFactor)); // in the unit of the window VS Code has
-        this.hooks.onUsage(entry, result.usage, requestId); // the status bar shows real tokens
+        this.hooks.onUsage(entry, result.usage, requestId, group); // the status bar shows real tokens
       }
     } catch (error) {
       if (token.isCancellationRequested || isCancellation(error)) return;
@@ -264,6 +294,9 @@ type ChatInformation = vscode.LanguageModelChatInformation & {
   isUserSelectable?: boolean;
   statusIcon?: vscode.ThemeIcon;
   warningText?: string;
+  /** Ours, not VS Code's: the tag of the provider group this entry was listed for (VS Code hands the
+   * object it was given back to provideLanguageModelChatResponse and provideTokenCount). */
+  group?: string;
 };
 
 function modelConfigurationOf(options: vscode.ProvideLanguageModelChatResponseOptions): Record<string, unknown> {

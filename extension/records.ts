@@ -1,7 +1,7 @@
 // The sidecar's spend data, checked as it arrives: a record or an error's data that is not the
 // seam's shape is dropped (the caller says so once) rather than drawn or summed. No vscode import:
 // the dashboard's code shares extension/shared/dashboardData.ts, which builds on these.
-import { MAX_ID, MAX_MODEL_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD } from './contract';
+import { MAX_GROUP, MAX_ID, MAX_MODEL_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD } from './contract';
 import type { Credits, ErrorKind, SpendScope, UsageRecord } from './contract';
 
 /** The fields a `spend_limit` error's `data` carries beside `kind` and `status` (optional in
@@ -22,6 +22,8 @@ const isAmount = (value: unknown): value is number => typeof value === 'number' 
 const isCost = (value: unknown): value is number => isAmount(value) && value <= MAX_USD;
 /** A bounded string: a record is drawn and exported, so a megabyte of model name is not one. */
 const isText = (value: unknown, max: number): value is string => typeof value === 'string' && value.length > 0 && value.length <= max;
+/** A provider group's tag (messages.GroupId): it is drawn in the dashboard and the CSV. */
+const isGroup = (value: unknown): value is string => isText(value, MAX_GROUP) && /^[A-Za-z0-9_-]+$/.test(value);
 
 /** One UsageRecord, or undefined when any field is not what the seam says. */
 export function parseUsageRecord(value: unknown): UsageRecord | undefined {
@@ -31,6 +33,8 @@ export function parseUsageRecord(value: unknown): UsageRecord | undefined {
   if (!isText(r.id, MAX_ID) || !isText(r.time, MAX_TIME) || Number.isNaN(Date.parse(r.time)) || !isText(r.model, MAX_MODEL_ID)) return undefined;
   if (!(r.provider === null || isText(r.provider, MAX_PROVIDER)) || !counts.every(isCount)) return undefined;
   if (!(r.cost === null || isCost(r.cost)) || typeof r.billed !== 'boolean' || !(r.byok === null || typeof r.byok === 'boolean')) return undefined;
+  // A record from a sidecar before provider groups has none: the default key's.
+  if (!(r.group === undefined || r.group === null || isGroup(r.group))) return undefined;
   return {
     id: r.id,
     time: r.time,
@@ -44,6 +48,7 @@ export function parseUsageRecord(value: unknown): UsageRecord | undefined {
     cost: r.cost,
     billed: r.billed,
     byok: r.byok,
+    group: isGroup(r.group) ? r.group : null,
   };
 }
 

@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import { COMMANDS, STATUS_ITEM_ID } from './config';
 import { MAX_USD, type ModelEntry, type UsagePart } from './contract';
+import { groupLabel } from './shared/dashboardData';
 import { plain } from './notify';
 import { dollars } from './shared/money';
 import type { UsageRecord } from './contract';
@@ -16,6 +17,7 @@ interface Shown {
   usage: UsagePart;
   estimate: number | undefined;
   record: UsageRecord | undefined;
+  group: string | undefined;
 }
 
 export class StatusBar implements vscode.Disposable {
@@ -31,13 +33,14 @@ export class StatusBar implements vscode.Disposable {
     this.item.command = COMMANDS.showLogs;
   }
 
-  show(model: ModelEntry | undefined, usage: UsagePart, requestId?: string): void {
+  /** `group`: the tag of the provider group whose key the request went out with (undefined: the default key). */
+  show(model: ModelEntry | undefined, usage: UsagePart, requestId?: string, group?: string): void {
     const estimate = model ? requestCost(model, usage) : undefined;
     if (estimate !== undefined) {
       this.sessionCost += estimate;
       if (requestId !== undefined) remember(this.estimates, requestId, estimate);
     }
-    this.shown = { requestId, model, usage, estimate, record: undefined };
+    this.shown = { requestId, model, usage, estimate, record: undefined, group };
     const early = requestId === undefined ? undefined : this.early.get(requestId);
     if (!early) return this.render();
     this.early.delete(requestId!);
@@ -65,14 +68,16 @@ export class StatusBar implements vscode.Disposable {
   }
 
   private render(): void {
-    const { model, usage, estimate, record } = this.shown!;
+    const { model, usage, estimate, record, group } = this.shown!;
     const share = model ? usage.inputTokens / model.contextWindow : undefined;
     const cost = record?.cost ?? estimate;
     const approx = record?.cost != null && !record.billed ? '≈ ' : '';
     const percent = share === undefined ? '' : ` · ${share > 0 && share < 0.01 ? '<1' : Math.round(share * 100)}% of context`;
     // The bar stays short: whether a cost is billed or estimated is the tooltip's to say.
     const price = cost === undefined ? '' : ` · ${dollars(cost)}`;
-    this.item.text = `$(pulse) ${plain(model?.name ?? 'AI Gateway')}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
+    // Which key paid, when it is a provider group's: several keys may be in use side by side.
+    const paidBy = group === undefined ? '' : ` (${groupLabel(group)})`;
+    this.item.text = `$(pulse) ${plain(model?.name ?? 'AI Gateway')}${paidBy}: ${short(usage.inputTokens)} in · ${short(usage.outputTokens)} out${percent}${price}`;
     this.item.backgroundColor =
       share !== undefined && share >= 0.9
         ? new vscode.ThemeColor('statusBarItem.errorBackground')
@@ -81,12 +86,13 @@ export class StatusBar implements vscode.Disposable {
           : undefined;
     this.item.tooltip = [
       `Model: ${model?.id ?? 'unknown'}`,
+      `Key: ${group === undefined ? 'the default key' : `${groupLabel(group)} (a provider group of Chat: Manage Language Models)`}`,
       `Input: ${usage.inputTokens} tokens (cached ${usage.cachedTokens})`,
       `Output: ${usage.outputTokens} tokens (reasoning ${usage.reasoningTokens})`,
       share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${model?.contextWindow}`,
       cost === undefined ? '' : `${costLabel(record)}: ${approx}${dollars(cost, 'bill')} · this session ${dollars(this.sessionCost, 'bill')}`,
       ...billedLines(record),
-      this.credits === null ? '' : `Credits: ${dollars(this.credits, 'cents')} left`,
+      this.credits === null ? '' : `Credits: ${dollars(this.credits, 'cents')} left on ${group === undefined ? 'the default key' : groupLabel(group)}`,
     ]
       .filter(Boolean)
       .join('\n');

@@ -54,6 +54,12 @@ export function daysBetween(since: string, until: string): string[] {
   return days;
 }
 
+/** How the status bar and the dashboard name a provider group: VS Code does not tell a provider the
+ * name the user gave it, so the first digits of its tag (a hash of its key) stand for it. */
+export function groupLabel(tag: string | null | undefined): string {
+  return tag ? `key ${tag.slice(0, 6)}` : 'default key';
+}
+
 const CSV_COLUMNS = [
   'time',
   'model',
@@ -66,6 +72,7 @@ const CSV_COLUMNS = [
   'cost_usd',
   'cost_kind',
   'byok',
+  'key_group',
   'id',
 ] as const;
 
@@ -92,6 +99,7 @@ export function toCsv(records: readonly UsageRecord[]): string {
       r.cost,
       r.cost === null ? null : r.billed ? 'billed' : 'estimated',
       r.byok,
+      r.group,
       r.id,
     ]
       .map(csvField)

@@ -3,7 +3,7 @@
 // textContent, never as HTML. Colours are VS Code's theme variables, re-read when the theme changes.
 import { ArcElement, BarController, BarElement, CategoryScale, Chart, DoughnutController, Legend, LinearScale, Tooltip } from 'chart.js';
 import type { UsageRecord } from '../contract';
-import { cacheShare, isoDay, latestRequests, mostExpensive, spendByDay, type FromWebview, type Range, type ToWebview } from '../shared/dashboardData';
+import { cacheShare, groupLabel, isoDay, latestRequests, mostExpensive, spendByDay, type FromWebview, type Range, type ToWebview } from '../shared/dashboardData';
 import { dollars } from '../shared/money';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, DoughnutController, ArcElement, Legend, Tooltip);
@@ -119,6 +119,7 @@ function fillTable(records: readonly UsageRecord[]): void {
         [r.time.slice(0, 19).replace('T', ' '), false],
         [r.model, false],
         [`${r.provider ?? '—'}${r.byok ? ' (BYOK)' : ''}`, false],
+        [groupLabel(r.group), false],
         [String(r.inputTokens), true],
         [String(r.outputTokens), true],
         [String(r.cachedTokens), true],

@@ -61,7 +61,10 @@ class SpendData(TypedDict):
 
 # What to do next, appended to the gateway's own words so every message names a fix.
 _ADVICE: dict[ErrorKind, str] = {
-    "auth": "Set a valid AI Gateway API key (command: 'Vercel AI Gateway: Manage API Key').",
+    "auth": (
+        "Set a valid AI Gateway API key (command: 'Vercel AI Gateway: Manage API Keys', then"
+        " Update API Key on the model's group)."
+    ),
     "forbidden": "Your account cannot use this model; pick another model or upgrade the plan.",
     "not_found": "The model or endpoint does not exist; refresh the model list and pick another.",
     "rate_limited": "Wait a moment and try again.",

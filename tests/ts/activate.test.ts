@@ -24,6 +24,7 @@ const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
 before(async () => {
+  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0007)
   const url = await startGateway(children);
   stub.settings['vercelAiGateway.baseUrl'] = `${url}/v1`;
   stub.settings['vercelAiGateway.maxRetries'] = 0;
@@ -31,6 +32,7 @@ before(async () => {
 });
 
 after(() => {
+  delete process.env.AI_GATEWAY_API_KEY;
   children.forEach((child) => child.kill());
   dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
   delete process.env.AI_GATEWAY_LM_PYTHON;

@@ -4,13 +4,13 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { COMMANDS, SECTION, Setting, SETTINGS, settingId, VENDOR, WORKSPACE_COSTLY } from '../../extension/config';
+import { COMMANDS, GROUP_NAME, SECTION, Setting, SETTINGS, settingId, VENDOR, WORKSPACE_COSTLY } from '../../extension/config';
 
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as {
   contributes: {
     commands: { command: string }[];
     configuration: { properties: Record<string, { scope?: string }> };
-    languageModelChatProviders: { vendor: string; managementCommand: string }[];
+    languageModelChatProviders: Record<string, unknown>[];
   };
 };
 
@@ -21,7 +21,27 @@ test('every setting the extension reads is declared, and every declared setting 
 
 test('the commands and the vendor are the declared ones', () => {
   assert.deepEqual(Object.values(COMMANDS).sort(), manifest.contributes.commands.map((c) => c.command).sort());
-  assert.deepEqual(manifest.contributes.languageModelChatProviders, [{ vendor: VENDOR, displayName: 'Vercel AI Gateway', managementCommand: COMMANDS.manage }]);
+  // Provider groups (rfcs/0007, "Several keys side by side"): a secret apiKey and no managementCommand,
+  // which VS Code would take instead of the groups.
+  assert.deepEqual(manifest.contributes.languageModelChatProviders, [
+    {
+      vendor: VENDOR,
+      displayName: GROUP_NAME,
+      configuration: {
+        type: 'object',
+        properties: {
+          apiKey: {
+            type: 'string',
+            secret: true,
+            title: 'API Key',
+            description: (manifest.contributes.languageModelChatProviders[0].configuration as { properties: { apiKey: { description: string } } }).properties
+              .apiKey.description,
+          },
+        },
+        required: ['apiKey'],
+      },
+    },
+  ]);
 });
 
 // Issue 26 §2: what a repository's .vscode/settings.json may change. VS Code ignores a workspace's

@@ -22,6 +22,7 @@ let provider: GatewayChatProvider;
 let changes = 0;
 
 before(async () => {
+  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0007)
   const gateway = await startGateway(children);
   stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
   stub.settings['vercelAiGateway.maxRetries'] = 0;
@@ -35,6 +36,7 @@ before(async () => {
 });
 
 after(() => {
+  delete process.env.AI_GATEWAY_API_KEY;
   subscriptions.forEach((d) => d.dispose());
   children.forEach((child) => child.kill());
   delete process.env.AI_GATEWAY_LM_PYTHON;

@@ -24,6 +24,7 @@ const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
   cost: 0.01,
   billed: true,
   byok: false,
+  group: null,
   ...fields,
 });
 
@@ -74,12 +75,15 @@ test('CSV: commas, quotes and line breaks are quoted; a model name with a comma 
   assert.equal(csvField(null), '');
   const csv = toCsv([
     record({ model: 'acme/model, large', provider: null, cost: null, byok: null }),
-    record({ id: 'gen_2', model: 'acme/"quoted"', cost: 0.0004, billed: false }),
+    record({ id: 'gen_2', model: 'acme/"quoted"', cost: 0.0004, billed: false, group: '3f9a1c2e4b5d' }),
   ]);
   const lines = csv.split('\r\n');
-  assert.equal(lines[0], 'time,model,provider,input_tokens,output_tokens,cached_tokens,cache_write_tokens,reasoning_tokens,cost_usd,cost_kind,byok,id');
-  assert.equal(lines[1], '2026-11-26T08:00:00Z,"acme/model, large",,100,10,0,0,0,,,,gen_1');
-  assert.equal(lines[2], '2026-11-26T08:00:00Z,"acme/""quoted""",openai,100,10,0,0,0,0.0004,estimated,false,gen_2');
+  assert.equal(
+    lines[0],
+    'time,model,provider,input_tokens,output_tokens,cached_tokens,cache_write_tokens,reasoning_tokens,cost_usd,cost_kind,byok,key_group,id',
+  );
+  assert.equal(lines[1], '2026-11-26T08:00:00Z,"acme/model, large",,100,10,0,0,0,,,,,gen_1');
+  assert.equal(lines[2], '2026-11-26T08:00:00Z,"acme/""quoted""",openai,100,10,0,0,0,0.0004,estimated,false,3f9a1c2e4b5d,gen_2');
   assert.equal(lines[3], '', 'ends with a line break');
   assert.equal(lines.length, 4);
 });

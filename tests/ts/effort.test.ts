@@ -21,6 +21,7 @@ let gateway = '';
 let provider: GatewayChatProvider;
 
 before(async () => {
+  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0007)
   gateway = await startGateway(children);
   stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/efforts/v1`; // the catalogue with reasoning_options
   stub.settings['vercelAiGateway.maxRetries'] = 0;
@@ -34,6 +35,7 @@ before(async () => {
 });
 
 after(() => {
+  delete process.env.AI_GATEWAY_API_KEY;
   subscriptions.forEach((d) => d.dispose());
   children.forEach((child) => child.kill());
   delete process.env.AI_GATEWAY_LM_PYTHON;

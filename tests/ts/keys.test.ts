@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, test } from 'node:test';
 import * as stub from './vscode-stub';
-import { KeyStore } from '../../extension/keys';
+import { groupOf, groupTag, KeyStore } from '../../extension/keys';
+
+const MIGRATE = 'lm.migrateLanguageModelsProviderGroup';
 
 const SECRET = 'vercelAiGateway.apiKey';
 const saved = { api: process.env.AI_GATEWAY_API_KEY, oidc: process.env.VERCEL_OIDC_TOKEN };
@@ -53,45 +55,76 @@ test('a secret storage that fails (no keyring) falls back to the environment', a
   assert.equal(await keys.get(), 'env-key-11111111');
 });
 
-test('the prompt hides the key, refuses a blank one, stores it trimmed and says the key changed', async () => {
-  const { keys, secrets, changes } = store();
-  stub.answers.inputBox.push('  pasted-key-333333 \n');
-  await keys.prompt();
-  assert.equal(secrets.values.get(SECRET), 'pasted-key-333333');
-  assert.equal(changes(), 1);
-  const options = stub.inputBoxOptions[0];
-  assert.equal(options.password, true);
-  assert.ok(options.validateInput!('   '), 'a blank key is refused');
-  assert.equal(options.validateInput!('k'), undefined);
+test('a group is its key, trimmed, and a tag that names it without showing it; no key is keyless', () => {
+  assert.equal(groupOf(undefined), undefined, 'the list VS Code asks for without a group');
+  assert.equal(groupOf({}), 'keyless');
+  assert.equal(groupOf({ apiKey: '   ' }), 'keyless');
+  assert.equal(groupOf({ apiKey: 7 }), 'keyless');
+  const group = groupOf({ apiKey: ' vck_team-0123456789 \n' });
+  assert.ok(group && group !== 'keyless');
+  assert.equal(group.key, 'vck_team-0123456789');
+  assert.match(group.tag, /^[0-9a-f]{12}$/);
+  assert.equal(group.tag, groupTag('vck_team-0123456789'), 'the same key, the same tag');
+  assert.notEqual(group.tag, groupTag('vck_mine-0123456789'));
+  assert.ok(!group.key.includes(group.tag) && !group.tag.includes('vck'));
 });
 
-test('Escape (or only spaces) stores nothing and changes nothing', async () => {
+const log = { info: (m: string) => void lines.push(m), warn: (m: string) => void lines.push(m) };
+const lines: string[] = [];
+
+/** VS Code's lm.migrateLanguageModelsProviderGroup as 1.133 and 1.139 run it: the provider lists the
+ * group's models with its settings, then the group is added, which fails when the name is taken. */
+function hostMigration(keys: KeyStore, groups: Map<string, string>): void {
+  stub.registeredCommands.set(MIGRATE, async (...args: unknown[]) => {
+    const { name, apiKey } = args[0] as { vendor: string; name: string; apiKey: string };
+    const group = groupOf({ apiKey });
+    if (group && group !== 'keyless') keys.listed(group);
+    if (groups.has(name)) throw new Error(`Language model group with name ${name} already exists for vendor vercel-ai-gateway`);
+    groups.set(name, apiKey);
+  });
+}
+
+test('a key stored by the release before groups moves into a group, and our copy is deleted', async () => {
   const { keys, secrets, changes } = store();
   await secrets.store(SECRET, 'stored-key-2222222');
-  stub.answers.inputBox.push(undefined, '   ');
-  await keys.prompt();
-  await keys.prompt();
-  assert.equal(secrets.values.get(SECRET), 'stored-key-2222222');
-  assert.equal(changes(), 0);
+  process.env.AI_GATEWAY_API_KEY = 'env-key-11111111';
+  const groups = new Map<string, string>([['Vercel AI Gateway', '']]); // VS Code's group of an effort choice
+  hostMigration(keys, groups);
+  try {
+    assert.equal(await keys.moveStoredKey(log), 'Vercel AI Gateway 2');
+  } finally {
+    stub.registeredCommands.delete(MIGRATE);
+  }
+  assert.equal(groups.get('Vercel AI Gateway 2'), 'stored-key-2222222');
+  assert.equal(secrets.values.has(SECRET), false);
+  assert.equal(await keys.get(), 'env-key-11111111', 'the environment stays the default key');
+  assert.equal(changes(), 1);
+  assert.ok(!lines.some((line) => line.includes('stored-key')), 'no key in the log');
 });
 
-test('manage: with a stored key, Remove deletes it and Replace asks for a new one; without one it asks at once', async () => {
-  const { keys, secrets, changes } = store();
-  stub.answers.inputBox.push('first-key-4444444');
-  await keys.manage(); // nothing stored: straight to the prompt
-  assert.equal(secrets.values.get(SECRET), 'first-key-4444444');
-  stub.answers.quickPick.push('Replace API key');
-  stub.answers.inputBox.push('second-key-555555');
-  await keys.manage();
-  assert.equal(secrets.values.get(SECRET), 'second-key-555555');
-  stub.answers.quickPick.push('Remove API key');
-  await keys.manage();
-  assert.equal(secrets.values.has(SECRET), false);
-  assert.equal(await keys.get(), undefined);
-  assert.equal(changes(), 3);
-  stub.answers.quickPick.push(undefined); // dismissed
-  await secrets.store(SECRET, 'kept-key-66666666');
-  await keys.manage();
-  assert.equal(secrets.values.get(SECRET), 'kept-key-66666666');
-  assert.equal(changes(), 3);
+test('a VS Code that does not take the group keeps the stored key as the default key', async () => {
+  const { keys, secrets } = store();
+  await secrets.store(SECRET, 'stored-key-2222222');
+  // The stub's executeCommand of an unknown command resolves without listing anything.
+  assert.equal(await keys.moveStoredKey(log), undefined);
+  stub.registeredCommands.set(MIGRATE, () => Promise.reject(new Error('command not found')));
+  try {
+    assert.equal(await keys.moveStoredKey(log), undefined);
+  } finally {
+    stub.registeredCommands.delete(MIGRATE);
+  }
+  assert.equal(await keys.get(), 'stored-key-2222222');
+  assert.equal(await store().keys.moveStoredKey(log), undefined, 'nothing stored: nothing to move');
+});
+
+test('Manage API Keys opens the Language Models editor', async () => {
+  const { keys } = store();
+  let opened = 0;
+  stub.registeredCommands.set('workbench.action.chat.manage', () => void opened++);
+  try {
+    await keys.manage();
+  } finally {
+    stub.registeredCommands.delete('workbench.action.chat.manage');
+  }
+  assert.equal(opened, 1);
 });

@@ -44,7 +44,6 @@ function picker(cached: ModelEntry[], catalogue: () => ModelEntry[]) {
   };
   const provider = new GatewayChatProvider(rpc, {
     apiKey: async () => 'key-0123456789',
-    askForKey: async () => undefined,
     thinking: () => 'auto',
     loadCache: async () => cached,
     saveCache: async (models) => void state.saved.push(models),

@@ -77,7 +77,6 @@ async function harness(tools: ToolInfo[]): Promise<Harness> {
   };
   const provider = new GatewayChatProvider(rpc, {
     apiKey: async () => 'test-key-0123456789',
-    askForKey: async () => undefined,
     thinking: () => 'auto',
     loadCache: async () => [] as ModelEntry[],
     saveCache: async () => undefined,

@@ -296,8 +296,14 @@ test('a failing setup is shown once per window, not once per retried model list;
 // development venv's Python (which has the sidecar) for everything but pip.
 const children: ChildProcess[] = [];
 let gateway: string;
-before(async () => (gateway = await startGateway(children)));
-after(() => children.forEach((child) => child.kill()));
+before(async () => {
+  gateway = await startGateway(children);
+  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0007)
+});
+after(() => {
+  children.forEach((child) => child.kill());
+  delete process.env.AI_GATEWAY_API_KEY;
+});
 
 function goodPython(name: string): string {
   const wrapper = `#!/bin/sh\ncase " $* " in *" -m pip "*) echo "$0 $*" >> "${calls}"; exit 0 ;; esac\nexec "${PYTHON}" "$@"\n`;

@@ -29,7 +29,6 @@ before(async () => {
   };
   provider = new GatewayChatProvider(rpc, {
     apiKey: async () => 'test-key-0123456789',
-    askForKey: async () => undefined,
     thinking: () => 'auto',
     loadCache: async () => [] as ModelEntry[],
     saveCache: async () => undefined,

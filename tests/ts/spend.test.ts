@@ -38,6 +38,7 @@ const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
   cost: 0.0123,
   billed: true,
   byok: false,
+  group: null,
   ...fields,
 });
 const item = () => stub.statusBarItems.at(-1)!;
@@ -46,7 +47,7 @@ test('tooltip: the credits line shows the balance in cents and is hidden when th
   const status = new StatusBar();
   status.show(sonnet, usage, 'chat-1');
   status.setCredits(12.3449);
-  assert.match(item().tooltip!, /\nCredits: \$12\.34 left$/);
+  assert.match(item().tooltip!, /\nCredits: \$12\.34 left on the default key$/);
   status.setCredits(null);
   assert.doesNotMatch(item().tooltip!, /Credits/);
 });
@@ -164,7 +165,6 @@ function guarded(estimate: number, answers: SpendAnswer[]) {
   } as unknown as Rpc;
   const provider = new GatewayChatProvider(rpc, {
     apiKey: async () => 'test-key-0123456789',
-    askForKey: async () => undefined,
     thinking: () => 'auto',
     loadCache: async () => [],
     saveCache: async () => undefined,

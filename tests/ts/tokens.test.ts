@@ -148,7 +148,6 @@ test("Copilot's walk through the provider: vscode.lm.tools is read on a miss onl
   let reads = 0;
   const provider = new GatewayChatProvider(rpc, {
     apiKey: async () => undefined,
-    askForKey: async () => undefined,
     thinking: () => 'auto',
     loadCache: async () => [],
     saveCache: async () => undefined,

@@ -1,0 +1,191 @@
+// Several keys side by side (rfcs/0007, "Several keys side by side"): the real extension activated
+// with VS Code's API stubbed, the real sidecar and the fake gateway. VS Code asks for the list once
+// without a group and once per provider group with its settings; each group's chat reaches the
+// gateway with that group's key. And the upgrade: a window set up by the release before groups (a
+// key in secret storage, models.json, token counts, a usage history without groups) keeps all of it.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
+import type * as vscode from 'vscode';
+import * as stub from './vscode-stub';
+import { PYTHON, startGateway } from './real';
+import { activate } from '../../extension/extension';
+import type { ModelEntry } from '../../extension/contract';
+import { groupTag } from '../../extension/keys';
+import type { GatewayChatProvider } from '../../extension/provider';
+
+const MIGRATE = 'lm.migrateLanguageModelsProviderGroup';
+const SECRET = 'vercelAiGateway.apiKey';
+const MINE = 'vck_mine-0123456789abcdef';
+const TEAM = 'vck_team-fedcba9876543210';
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+let gateway = '';
+
+before(async () => {
+  gateway = await startGateway(children);
+  stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
+  stub.settings['vercelAiGateway.maxRetries'] = 0;
+  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
+});
+
+after(() => {
+  children.forEach((child) => child.kill());
+  dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
+  delete process.env.AI_GATEWAY_LM_PYTHON;
+  delete stub.settings['vercelAiGateway.baseUrl'];
+  delete stub.settings['vercelAiGateway.maxRetries'];
+});
+
+const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
+type Info = vscode.LanguageModelChatInformation & { group?: string };
+
+interface Window {
+  provider: GatewayChatProvider;
+  secrets: stub.SecretStorage;
+  log: stub.LogOutputChannel;
+  /** The lists VS Code would ask for: without a group, and for each group with its settings. */
+  list(configuration?: object): Promise<Info[]>;
+  chat(model: Info): Promise<string>;
+  close(): void;
+}
+
+async function openWindow(storage: string, secrets = new stub.SecretStorage()): Promise<Window> {
+  const context = { subscriptions: [] as { dispose(): unknown }[], secrets, globalStorageUri: { fsPath: storage } };
+  await activate(context as unknown as vscode.ExtensionContext);
+  const provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+  return {
+    provider,
+    secrets,
+    log: stub.outputChannels.at(-1)!,
+    list: async (configuration) => (await provider.provideLanguageModelChatInformation({ silent: true, configuration }, token())) as Info[],
+    chat: async (model) => {
+      const parts: string[] = [];
+      const message = { role: 1, content: [new stub.LanguageModelTextPart('[scenario:text] hi')], name: undefined };
+      await provider.provideLanguageModelChatResponse(
+        model,
+        [message as unknown as vscode.LanguageModelChatRequestMessage],
+        { tools: [], toolMode: 1, modelOptions: {} } as unknown as vscode.ProvideLanguageModelChatResponseOptions,
+        { report: (part: unknown) => void (part instanceof stub.LanguageModelTextPart && parts.push(part.value)) },
+        token(),
+      );
+      return parts.join('');
+    },
+    close: () => context.subscriptions.forEach((d) => d.dispose()),
+  };
+}
+
+/** The Authorization header of each chat the fake gateway received since `from`. */
+async function sentKeys(from: number): Promise<string[]> {
+  const body = await new Promise<string>((resolve, reject) => {
+    http
+      .get(`${gateway}/_requests`, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve(text));
+      })
+      .on('error', reject);
+  });
+  const requests = JSON.parse(body) as { authorization: string | null }[];
+  return requests.slice(from).map((r) => r.authorization ?? '');
+}
+
+const requestCount = async () => (await sentKeys(0)).length;
+
+function storage(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-groups-'));
+  dirs.push(dir);
+  return dir;
+}
+
+test('two groups side by side: each list carries its group, and each chat goes out with its own key', async () => {
+  const window = await openWindow(storage());
+  try {
+    assert.deepEqual(await window.list(), [], 'no default key: nothing but the groups, and no prompt');
+    assert.equal(stub.inputBoxOptions.length, 0);
+    const mine = await window.list({ apiKey: MINE });
+    const team = await window.list({ apiKey: TEAM });
+    assert.ok(mine.length > 0 && team.length === mine.length, 'both lists appear');
+    assert.deepEqual(
+      mine.map((m) => m.id),
+      team.map((m) => m.id),
+      'model ids stay the gateway ids: VS Code names them vendor/group/id',
+    );
+    assert.ok(mine.every((m) => m.group === groupTag(MINE)) && team.every((m) => m.group === groupTag(TEAM)));
+    assert.deepEqual(await window.list({}), [], 'a group without a key lists nothing');
+    const from = await requestCount();
+    const text = (list: Info[]) => list.find((m) => m.id === 'fake/text')!;
+    assert.match(await window.chat(text(mine)), /\S/);
+    assert.match(await window.chat(text(team)), /\S/);
+    assert.deepEqual(await sentKeys(from), [`Bearer ${MINE}`, `Bearer ${TEAM}`]);
+    assert.ok(!window.log.lines.some((line) => line.includes(MINE) || line.includes(TEAM)), 'no key in the log');
+  } finally {
+    window.close();
+  }
+});
+
+test('a group VS Code never listed in this window is refused with our message, not sent with another key', async () => {
+  process.env.AI_GATEWAY_API_KEY = 'vck_env-000000000000';
+  const window = await openWindow(storage());
+  try {
+    const listed = (await window.list({ apiKey: MINE })).find((m) => m.id === 'fake/text')!;
+    const from = await requestCount();
+    // The same entry, as another window's deleted group would hand it over: a tag with no key here.
+    const gone = { ...listed, group: groupTag('vck_deleted-999999999') };
+    await assert.rejects(window.chat(gone), (error: Error & { kind?: string }) => {
+      assert.equal(error.kind, 'auth');
+      assert.match(error.message, /provider group that is gone/);
+      return true;
+    });
+    assert.deepEqual(await sentKeys(from), [], 'nothing reached the gateway');
+    const ungrouped = (await window.list()).find((m) => m.id === 'fake/text')!;
+    await window.chat(ungrouped);
+    assert.deepEqual(await sentKeys(from), ['Bearer vck_env-000000000000'], 'the default key still serves its list');
+  } finally {
+    window.close();
+    delete process.env.AI_GATEWAY_API_KEY;
+  }
+});
+
+test('upgrade: a window of the release before groups keeps its key (now a group), models, counts and history', async () => {
+  const dir = storage();
+  const cached = JSON.parse(fs.readFileSync(path.join(__dirname, '../../../tests/ts/fixtures/models-before-groups.json'), 'utf8')) as ModelEntry[];
+  fs.writeFileSync(path.join(dir, 'models.json'), JSON.stringify(cached));
+  const secrets = new stub.SecretStorage();
+  await secrets.store(SECRET, MINE);
+  // VS Code's migration (1.133, 1.139): the provider lists the group with its settings, then VS Code
+  // keeps the group and its key in its own storage.
+  const groups = new Map<string, Record<string, unknown>>();
+  let window: Window | undefined;
+  stub.registeredCommands.set(MIGRATE, async (...args: unknown[]) => {
+    const { vendor: _vendor, name, ...configuration } = args[0] as { vendor: string; name: string };
+    const provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+    await provider.provideLanguageModelChatInformation({ silent: false, configuration }, token());
+    groups.set(name, configuration);
+  });
+  try {
+    window = await openWindow(dir, secrets);
+    for (const deadline = Date.now() + 5000; !groups.size && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual([...groups], [['Vercel AI Gateway', { apiKey: MINE }]]);
+    assert.equal(secrets.values.has(SECRET), false, 'our copy of the key is gone');
+    assert.deepEqual(await window.list(), [], 'the key is listed once, as its group');
+    const group = await window.list(groups.get('Vercel AI Gateway'));
+    assert.deepEqual(
+      group.map((m) => m.id),
+      cached.map((m) => m.id),
+      'the cached list at once, as before',
+    );
+    const from = await requestCount();
+    await window.chat(group.find((m) => m.id === 'fake/text')!);
+    assert.deepEqual(await sentKeys(from), [`Bearer ${MINE}`]);
+    assert.ok(window.log.lines.some((line) => line.includes("now the provider group 'Vercel AI Gateway'")));
+  } finally {
+    stub.registeredCommands.delete(MIGRATE);
+    window?.close();
+  }
+});
