@@ -228,17 +228,21 @@ try {
 
   await step('manage-models', async () => {
     await runCommand('Chat: Manage Language Models');
-    // A new user adds our provider (Add Models → Vercel AI Gateway). Without a key it asks for one
-    // in a password box and keeps it in SecretStorage.
+    // A new user adds our provider (Add Models → Vercel AI Gateway): VS Code asks for the group's name,
+    // then for its key in a password box, kept in VS Code's secret storage (rfcs/0007, provider groups).
     const editor = page.locator('.ai-models-management-editor');
-    // First start: the sidecar sets itself up and the list re-renders when our models arrive; a
-    // click during that re-render is lost, so wait for the list to settle first.
-    await editor.locator('.models-model-row', { hasText: 'Fake Text' }).first().waitFor({ timeout: 240_000 });
-    const keyBox = await addProvider(editor, 'Vercel AI Gateway', 'Vercel AI Gateway API key');
+    await editor.getByText('Add Models', { exact: true }).first().waitFor({ timeout: 60_000 });
+    const nameBox = await addProvider(editor, 'Vercel AI Gateway', 'Enter a name');
+    await page.keyboard.press('Enter'); // the name VS Code offers: "Vercel AI Gateway"
+    const keyBox = page.locator('.quick-input-widget', { hasText: 'API Key' });
+    await keyBox.waitFor({ timeout: 10_000 });
+    void nameBox;
     assert.equal(await keyBox.locator('input').getAttribute('type'), 'password');
     await keyBox.locator('input').fill(host.FAKE_KEY);
     await page.keyboard.press('Enter');
     await keyBox.waitFor({ state: 'hidden', timeout: 10_000 });
+    // First start: the sidecar sets itself up before the group's models arrive.
+    await editor.locator('.models-model-row', { hasText: 'Fake Text' }).first().waitFor({ timeout: 240_000 });
   }, 360_000); // the first start sets up the sidecar's venv: up to 240 s
 
   await step('model-picker', async () => {

@@ -190,6 +190,26 @@ test('countTokens answers for strings and messages', async () => {
   assert.ok(forMessage > 2, `${forMessage}`);
 });
 
+// Several keys side by side (rfcs/0007, "Several keys side by side"), last: the groups it adds stay.
+// Two groups added as VS Code's Add Models adds them (its own command: the key goes into VS Code's
+// secret storage); VS Code asks the provider for each group's list with its key, and a chat on each
+// reaches the gateway with that group's key, beside the default key's (the environment's).
+test('provider groups: each group lists the models, and its chats carry its own key', async () => {
+  const keys = { Personal: 'vck_personal-0123456789', Team: 'vck_team-9876543210' };
+  for (const [name, apiKey] of Object.entries(keys)) {
+    await vscode.commands.executeCommand('lm.addLanguageModelsProviderGroup', { name, vendor: VENDOR, apiKey });
+  }
+  let found = [];
+  for (const deadline = Date.now() + 30_000; found.length < 3 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
+    found = await vscode.lm.selectChatModels({ vendor: VENDOR, id: 'fake/text' });
+  }
+  assert.equal(found.length, 3, 'the default key\'s fake/text and each group\'s');
+  const from = (await gatewayLog()).length;
+  for (const m of found) assert.match(textOf(await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] hi')], {}, token()))), /\S/);
+  const sent = (await gatewayLog()).slice(from).map((e) => e.authorization).sort();
+  assert.deepEqual(sent, [`Bearer ${keys.Personal}`, `Bearer ${keys.Team}`, `Bearer ${process.env.AI_GATEWAY_API_KEY}`].sort());
+}, 120_000);
+
 exports.run = async function run() {
   let failed = 0;
   for (const t of tests) {
