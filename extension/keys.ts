@@ -12,7 +12,7 @@ export interface Group {
   key: string;
 }
 
-/** Characters of a group's tag: 12 hex digits of the key's SHA-256 (`protocol.GroupId` allows them). */
+/** Characters of a group's tag: 12 hex digits of the key's SHA-256 (`messages.GroupId` allows them). */
 const TAG_LENGTH = 12;
 
 export function groupTag(key: string): string {

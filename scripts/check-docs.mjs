@@ -32,6 +32,7 @@ const EXTERNAL = new Set([
   'backgroundSummarizer.ts', // Copilot Chat's sources
   'packages/gateway/src/gateway-generation-info.ts', // vercel/ai
   'gateway-provider-options.ts', // vercel/ai
+  'chatLanguageModels.json', // VS Code's file of provider groups in the user's profile
 ]);
 const GENERATED = /^(dist|out|python|node_modules|\.venv)\//;
 

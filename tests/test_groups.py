@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_lm.history import DB_NAME, UsageStore
 from pygls.exceptions import JsonRpcException
 
 from fake_gateway import FakeServer
+from gateway_lm.spend.history import DB_NAME, UsageStore
 from sidecar_client import Sidecar
 from test_spend import billed_for, chat, record_at, spent_elsewhere
 

@@ -3,7 +3,17 @@
 // textContent, never as HTML. Colours are VS Code's theme variables, re-read when the theme changes.
 import { ArcElement, BarController, BarElement, CategoryScale, Chart, DoughnutController, Legend, LinearScale, Tooltip } from 'chart.js';
 import type { UsageRecord } from '../contract';
-import { cacheShare, groupLabel, isoDay, latestRequests, mostExpensive, spendByDay, type FromWebview, type Range, type ToWebview } from '../shared/dashboardData';
+import {
+  cacheShare,
+  groupLabel,
+  isoDay,
+  latestRequests,
+  mostExpensive,
+  spendByDay,
+  type FromWebview,
+  type Range,
+  type ToWebview,
+} from '../shared/dashboardData';
 import { dollars } from '../shared/money';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, DoughnutController, ArcElement, Legend, Tooltip);

@@ -63,14 +63,14 @@ async function openWindow(storage: string, secrets = new stub.SecretStorage()): 
     provider,
     secrets,
     log: stub.outputChannels.at(-1)!,
-    list: async (configuration) => (await provider.provideLanguageModelChatInformation({ silent: true, configuration }, token())) as Info[],
+    list: async (configuration) => await provider.provideLanguageModelChatInformation({ silent: true, configuration }, token()),
     chat: async (model) => {
       const parts: string[] = [];
       const message = { role: 1, content: [new stub.LanguageModelTextPart('[scenario:text] hi')], name: undefined };
       await provider.provideLanguageModelChatResponse(
         model,
-        [message as unknown as vscode.LanguageModelChatRequestMessage],
-        { tools: [], toolMode: 1, modelOptions: {} } as unknown as vscode.ProvideLanguageModelChatResponseOptions,
+        [message],
+        { tools: [], toolMode: 1, modelOptions: {} },
         { report: (part: unknown) => void (part instanceof stub.LanguageModelTextPart && parts.push(part.value)) },
         token(),
       );
