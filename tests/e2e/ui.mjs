@@ -232,11 +232,10 @@ try {
     // then for its key in a password box, kept in VS Code's secret storage (rfcs/0007, provider groups).
     const editor = page.locator('.ai-models-management-editor');
     await editor.getByText('Add Models', { exact: true }).first().waitFor({ timeout: 60_000 });
-    const nameBox = await addProvider(editor, 'Vercel AI Gateway', 'Enter a name');
+    await addProvider(editor, 'Vercel AI Gateway', 'Group Name');
     await page.keyboard.press('Enter'); // the name VS Code offers: "Vercel AI Gateway"
     const keyBox = page.locator('.quick-input-widget', { hasText: 'API Key' });
     await keyBox.waitFor({ timeout: 10_000 });
-    void nameBox;
     assert.equal(await keyBox.locator('input').getAttribute('type'), 'password');
     await keyBox.locator('input').fill(host.FAKE_KEY);
     await page.keyboard.press('Enter');
