@@ -224,7 +224,6 @@ test('a long agent session: tool results are not kept whole, and each is still c
   const { rpc, calls } = countingRpc(false);
   const provider = new GatewayChatProvider(rpc, {
     apiKey: async () => undefined,
-    askForKey: async () => undefined,
     thinking: () => 'auto',
     loadCache: async () => [],
     saveCache: async () => undefined,
