@@ -4,7 +4,7 @@
 //       mirror): the notification says the package index could not be reached, and why, with Retry
 //   node tests/e2e/firststart-ui.mjs old-python   the only Python the host can find is 3.9: the
 //       notification names it; Choose Interpreter opens a file dialog, a good Python is typed in,
-//       and the models are listed without a reload
+//       the models are listed and a chat to a gateway model is answered, all without a reload
 //
 // Each runs in private namespaces (root): a mount namespace for the 3.9 stand-in, a network one
 // for offline. Screenshots: $AI_GATEWAY_LM_ARTIFACTS/firststart-*.png.
@@ -39,7 +39,12 @@ if (mode === 'old-python') {
 }
 
 const name = `firststart-${mode}`;
-const { cache, dirs, gateway, port, env } = await host.prepareRun(name, { 'workbench.colorTheme': 'Default Dark Modern' });
+// The chat settings of tests/e2e/ui.mjs: one provider request per chat, our models usable signed out.
+const { cache, dirs, gateway, port, env } = await host.prepareRun(name, {
+  'workbench.colorTheme': 'Default Dark Modern',
+  'chat.byokUtilityModelDefault': 'none',
+  'chat.agentHost.allowSignedOutWhenUsable': true,
+});
 // This machine's pip reads a local mirror from /etc/pip.conf; a user's offline machine has none.
 // (Online, that file also holds the CA of this network's TLS-inspecting proxy, which pip needs.)
 if (mode === 'offline') env.PIP_CONFIG_FILE = '/dev/null';
@@ -94,6 +99,37 @@ async function findNotification(text, timeout) {
     if (Date.now() > deadline) throw new Error(`no notification saying '${text}'`);
   }
 }
+const chatInput = () => page.locator('.part.auxiliarybar .interactive-input-editor').first();
+/** Every request the fake gateway received, in order (its /_requests log). */
+const gatewayRequests = async () => (await fetch(`${gateway}/_requests`, { signal: AbortSignal.timeout(10_000) })).json();
+/** Picks `name` in the chat's model picker (its widget sometimes renders before its items: again). */
+async function pickModel(name) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    await page.locator('.part.auxiliarybar a.model-picker-name').first().click();
+    const widget = page.locator('.action-widget').filter({ visible: true }).first();
+    if (
+      !(await widget.waitFor({ timeout: 5_000 }).then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue; // the click was lost
+    await page.waitForTimeout(300);
+    const more = widget.getByText('Other Models', { exact: true });
+    if (await more.isVisible()) {
+      await more.click();
+      await page.waitForTimeout(300);
+    }
+    const item = widget.getByText(name, { exact: true }).first();
+    if (await item.isVisible()) {
+      await item.click();
+      return page.locator(`.part.auxiliarybar a.model-picker-name[aria-label$=", ${name}"]`).first().waitFor({ timeout: 10_000 });
+    }
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(500);
+  }
+  throw new Error(`'${name}' is not in the model picker`);
+}
 try {
   host.installVsix(cache, dirs, env, host.VSIX);
   await host.startCodeServer(cache, dirs, env, port);
@@ -118,6 +154,7 @@ try {
     if (count !== 1) throw new Error(`the failure was shown ${count} times`);
     console.log(`firststart: offline message shown once, with Retry: ${text.split('\n')[0]}`);
   } else {
+    await page.evaluate(() => (window.__aglFirstPage = true));
     const message = await findNotification('needs Python 3.10 or newer', 120_000);
     await shot('message');
     const text = await message.innerText();
@@ -137,7 +174,30 @@ try {
     while (!(await rows.first().isVisible()) && Date.now() < deadline) await page.waitForTimeout(2_000);
     await shot('models');
     if (!(await rows.first().isVisible())) throw new Error('no gateway model listed after choosing a good interpreter');
-    console.log(`firststart: chose ${GOOD_PYTHON}; ${await rows.count()} gateway models listed, no reload`);
+    console.log(`firststart: chose ${GOOD_PYTHON}; ${await rows.count()} gateway models listed`);
+    // Then a chat, in the same window: a gateway model answers through the sidecar just set up.
+    const dialog = page.locator('.ai-models-management-editor');
+    for (let i = 0; i < 3 && (await dialog.isVisible()); i++) {
+      if (i < 2) await page.keyboard.press('Escape');
+      else await page.locator('.modal-editor-header .codicon-close').first().click();
+      await dialog.waitFor({ state: 'hidden', timeout: 2_000 }).catch(() => undefined);
+    }
+    if (await page.locator('.notifications-center').isVisible()) await runCommand('Notifications: Hide Notifications');
+    if (!(await chatInput().isVisible())) await runCommand('Chat: Open Chat');
+    await chatInput().waitFor({ timeout: 30_000 });
+    await pickModel('Fake Text');
+    const before = (await gatewayRequests()).length;
+    await chatInput().click();
+    await page.keyboard.type('[scenario:words] Say hello');
+    await page.keyboard.press('Enter');
+    const answer = page.locator('.interactive-item-container.interactive-response').last();
+    await answer.getByText('streamed word by word to Copilot Chat.', { exact: false }).waitFor({ timeout: 90_000 });
+    await shot('answer');
+    const sent = (await gatewayRequests()).slice(before).filter((e) => e.body?.model === 'fake/text' && JSON.stringify(e.body).includes('Say hello'));
+    if (sent.length !== 1) throw new Error(`the chat reached the gateway ${sent.length} times`);
+    // A reload would have started a new page: the mark set before Choose Interpreter would be gone.
+    if (!(await page.evaluate(() => window.__aglFirstPage === true))) throw new Error('the window was reloaded');
+    console.log(`firststart: chose ${GOOD_PYTHON}; the models listed and a chat answered by the gateway, no reload`);
   }
   code = 0;
 } catch (error) {
