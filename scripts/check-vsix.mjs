@@ -116,6 +116,26 @@ export function checkVsix(file, target) {
     if (kind.format !== spec.binary.format || !archOk)
       problems.push(`${entry.name}: ${kind.format} ${kind.arch}, not ${spec.binary.format} ${spec.binary.arch}`);
   }
+  // Bytecode (scripts/package.mjs precompile): every module's, each an unchecked-hash pyc, which stays
+  // valid whatever mtimes the unpacking gives; a timestamp one is compiled again on a start (every
+  // start, where the extension's folder is read-only). The PEP 552 flags word: 1 = unchecked hash.
+  const runtimeFiles = entries.filter((e) => e.name.startsWith('extension/runtime/'));
+  const pycs = new Set(runtimeFiles.filter((e) => e.name.endsWith('.pyc')).map((e) => e.name));
+  const stale = runtimeFiles.filter((e) => e.name.endsWith('.pyc') && (e.size < 16 || e.read().readUInt32LE(4) !== 1)).map((e) => e.name);
+  if (stale.length) problems.push(`${stale.length} pyc files are not unchecked-hash (${stale.slice(0, 3).join(', ')}…)`);
+  const uncompiled = layoutOnly
+    ? []
+    : runtimeFiles
+        .filter((e) => e.name.endsWith('.py'))
+        .map((e) => e.name)
+        .filter(
+          (name) => !pycs.has(`${path.posix.dirname(name)}/__pycache__/${path.posix.basename(name, '.py')}.cpython-${PLATFORMS.python.replace('.', '')}.pyc`),
+        );
+  if (uncompiled.length) problems.push(`${uncompiled.length} modules without their bytecode (${uncompiled.slice(0, 3).join(', ')}…)`);
+  // site-packages holds the locked packages only: a .pth file there runs at every start.
+  for (const entry of entries)
+    if (entry.name.startsWith(site) && !entry.name.slice(site.length).includes('/') && entry.name.endsWith('.pth'))
+      problems.push(`${entry.name}: runs at every start, and no locked package brings it`);
   // Each installed wheel's own tags (its dist-info WHEEL file): one must be for this platform.
   const wheels = entries.filter((e) => e.name.startsWith(site) && /\.dist-info\/WHEEL$/.test(e.name));
   for (const entry of wheels) {

