@@ -112,7 +112,8 @@ test-e2e-bundled: build build/standin-runtime.ready
 
 # The untargeted VSIX's first start in the real workbench, with screenshots: offline (loopback-only
 # network: the message, Retry, shown once) and with only a Python 3.9 on PATH (the message, Choose
-# Interpreter, a good Python typed into the file dialog, the models listed without a reload). Root.
+# Interpreter, a good Python typed into the file dialog, the models listed and a chat answered,
+# without a reload). Root.
 test-e2e-firststart: build
 	node tests/e2e/firststart-ui.mjs offline
 	node tests/e2e/firststart-ui.mjs old-python
