@@ -103,11 +103,19 @@ function sample(pid) {
   gc();
   const fds = (p) => fs.readdirSync(`/proc/${p}/fd`).length;
   const memory = process.memoryUsage();
+  // RSS in its kinds: anonymous (the heaps, malloc's arenas) and file-backed (pages of node's own
+  // binary and libraries, touched as new code paths run: not memory anything allocated).
+  const status = fs.readFileSync('/proc/self/status', 'utf8');
+  const kb = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
   return {
     hostRss: memory.rss / 2 ** 20,
+    hostAnon: kb('RssAnon'),
+    hostFile: kb('RssFile'),
     hostHeap: memory.heapUsed / 2 ** 20,
     hostHeapTotal: memory.heapTotal / 2 ** 20,
     hostExternal: memory.external / 2 ** 20,
+    // What V8 itself holds through malloc (the compilers' zones), outside the heap.
+    hostMalloced: v8.getHeapStatistics().malloced_memory / 2 ** 20,
     // The young generation V8 sized for the allocation rate: part of the heap total, empty after a GC.
     hostYoung: v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 2 ** 20,
     hostFds: fds('self'),
@@ -280,12 +288,12 @@ async function soak(ext, dir) {
   const steady = samples.series.find((x) => x.turn === 500) ?? start; // V8 has sized its heap by then
   const stalls = turns.filter((t) => t.fault === 'stall').map((t) => t.ms);
   console.error(
-    `soak: ${TURNS} turns in ${wallS.toFixed(0)} s; every 100 turns: host RSS / heap after GC / heap total (of it the young generation) / external MB / fds, sidecar pid RSS MB / fds`,
+    `soak: ${TURNS} turns in ${wallS.toFixed(0)} s; every 100 turns: host RSS (anonymous + file-backed) / heap after GC / heap total (of it the young generation) / external / V8's malloc MB / fds, sidecar pid RSS MB / fds`,
   );
   for (const x of [...samples.series, { turn: 'end', ...end }]) {
     const mb = (v) => v.toFixed(1);
     console.error(
-      `  ${x.turn}: ${mb(x.hostRss)} / ${mb(x.hostHeap)} / ${mb(x.hostHeapTotal)} (${mb(x.hostYoung)}) / ${mb(x.hostExternal)} / ${x.hostFds}; ${x.pid} ${mb(x.sideRss)} / ${x.sideFds}`,
+      `  ${x.turn}: ${mb(x.hostRss)} (${mb(x.hostAnon)} + ${mb(x.hostFile)}) / ${mb(x.hostHeap)} / ${mb(x.hostHeapTotal)} (${mb(x.hostYoung)}) / ${mb(x.hostExternal)} / ${mb(x.hostMalloced)} / ${x.hostFds}; ${x.pid} ${mb(x.sideRss)} / ${x.sideFds}`,
     );
   }
   return [
