@@ -140,21 +140,26 @@ test('same-length strings that differ only in the middle get their own counts', 
   assert.deepEqual([await counter.count('m', a), await counter.count('m', b)], [7, 3]);
 });
 
+/** The provider VS Code receives, with no key, cache or log: only its token counting is under test. */
+function countingProvider(rpc: Rpc, tools: () => readonly ToolInfo[]): GatewayChatProvider {
+  return new GatewayChatProvider(rpc, {
+    apiKey: async () => undefined,
+    thinking: () => 'auto',
+    loadCache: async () => [],
+    saveCache: async () => undefined,
+    onUsage() {},
+    tools,
+    log: { info() {}, warn() {}, error() {} },
+  });
+}
+
 test("Copilot's walk through the provider: vscode.lm.tools is read on a miss only, and the tool strings go in one batch", async () => {
   const { rpc, calls } = countingRpc();
   const tools: ToolInfo[] = [
     { name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { filePath: { type: 'string' } }, required: ['filePath'] } },
   ];
   let reads = 0;
-  const provider = new GatewayChatProvider(rpc, {
-    apiKey: async () => undefined,
-    thinking: () => 'auto',
-    loadCache: async () => [],
-    saveCache: async () => undefined,
-    onUsage() {},
-    tools: () => (reads++, tools),
-    log: { info() {}, warn() {}, error() {} },
-  });
+  const provider = countingProvider(rpc, () => (reads++, tools));
   const model = { id: 'm' } as vscode.LanguageModelChatInformation;
   const token = new stub.CancellationTokenSource().token;
   const walk = async () => {
@@ -222,15 +227,7 @@ function toolResult(i: number): vscode.LanguageModelChatMessage {
 
 test('a long agent session: tool results are not kept whole, and each is still counted once', async () => {
   const { rpc, calls } = countingRpc(false);
-  const provider = new GatewayChatProvider(rpc, {
-    apiKey: async () => undefined,
-    thinking: () => 'auto',
-    loadCache: async () => [],
-    saveCache: async () => undefined,
-    onUsage() {},
-    tools: () => [],
-    log: { info() {}, warn() {}, error() {} },
-  });
+  const provider = countingProvider(rpc, () => []);
   const model = { id: 'm' } as vscode.LanguageModelChatInformation;
   const token = new stub.CancellationTokenSource().token;
   const before = heap();
