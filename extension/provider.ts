@@ -244,7 +244,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
    * the short answer the chat shows instead: Copilot prints a thrown error, even a cancellation,
    * as "Sorry, your request failed" with a stack (seen in 1.139). */
   private async guardedChat(params: ChatParams, token: vscode.CancellationToken): Promise<ChatResult | string> {
-    let sent: ChatParams = { ...params, ...this.approvals.carried(params.model) };
+    let sent: ChatParams = { ...params, ...this.approvals.carried(params.model, params.group ?? null) };
     // A request can pass both limits (asked twice), and today's spend can move between the
     // question and the re-send (asked again); a sidecar that keeps refusing is an error.
     for (let asked = 0; ; asked++) {
@@ -256,7 +256,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
         this.hooks.log.info(`${params.model}: spend guard: ${refusal.message}`);
         const answer = await this.hooks.confirmSpend!(refusal);
         if (answer !== 'send' || token.isCancellationRequested) return `Not sent. ${refusal.message}`;
-        sent = { ...sent, ...this.approvals.approve(refusal, params.model) };
+        sent = { ...sent, ...this.approvals.approve(refusal, params.model, params.group ?? null) };
       }
     }
   }

@@ -129,6 +129,32 @@ test('two groups side by side: each list carries its group, and each chat goes o
   }
 });
 
+test("a Send on one group's spend dialog lets nothing through on another group's key", async () => {
+  stub.settings['vercelAiGateway.spend.maxRequestCost'] = 0.000001;
+  stub.shownWarnings.length = 0;
+  stub.answers.warningButton.length = 0;
+  const window = await openWindow(storage());
+  try {
+    const text = async (key: string) => (await window.list({ apiKey: key })).find((m) => m.id === 'fake/text')!;
+    const mine = await text(MINE);
+    const team = await text(TEAM);
+    const from = await requestCount();
+    stub.answers.warningButton.push('Send');
+    assert.match(await window.chat(mine), /\S/);
+    assert.equal(stub.shownWarnings.length, 1, 'the first request past the limit asks');
+    assert.match(await window.chat(mine), /\S/);
+    assert.equal(stub.shownWarnings.length, 1, "the next step on the same key goes under the user's Send");
+    stub.answers.warningButton.push('Cancel');
+    assert.match(await window.chat(team), /^Not sent\./);
+    assert.equal(stub.shownWarnings.length, 2, "the team's key asks for itself");
+    assert.deepEqual(await sentKeys(from), [`Bearer ${MINE}`, `Bearer ${MINE}`], "nothing went out on the team's key");
+  } finally {
+    window.close();
+    delete stub.settings['vercelAiGateway.spend.maxRequestCost'];
+    stub.answers.warningButton.length = 0;
+  }
+});
+
 test('a group VS Code never listed in this window is refused with our message, not sent with another key', async () => {
   process.env.AI_GATEWAY_API_KEY = 'vck_env-000000000000';
   const window = await openWindow(storage());

@@ -103,28 +103,47 @@ test('approval: covers up to twice the approved estimate, for ten minutes', () =
     spentToday: null,
     message: '',
   });
-  assert.deepEqual(approvals.carried('m'), { approvedCost: undefined, approvedUnpriced: undefined });
-  assert.deepEqual(approvals.approve(refusal('request', 0.1), 'm'), { approvedCost: 0.1 });
+  assert.deepEqual(approvals.carried('m', null), { approvedCost: undefined, approvedUnpriced: undefined });
+  assert.deepEqual(approvals.approve(refusal('request', 0.1), 'm', null), { approvedCost: 0.1 });
   now = APPROVAL_MS;
-  assert.equal(approvals.carried('m').approvedCost, 0.2);
-  approvals.approve(refusal('request', 0.05), 'm'); // a new Send replaces the old approval and starts its window again
+  assert.equal(approvals.carried('m', null).approvedCost, 0.2);
+  approvals.approve(refusal('request', 0.05), 'm', null); // a new Send replaces the old approval and starts its window again
   now = 2 * APPROVAL_MS;
-  assert.equal(approvals.carried('m').approvedCost, 0.1);
+  assert.equal(approvals.carried('m', null).approvedCost, 0.1);
 });
 
 test('approval: a Send past the day limit covers that request only; one on an unpriced model carries for that model', () => {
   let now = 0;
   const approvals = new Approvals(() => now);
   const day: Refusal = { scope: 'day', estimate: 0.02, limit: 5, spentToday: 4.99, message: '' };
-  assert.deepEqual(approvals.approve(day, 'm'), { approvedDay: true });
-  assert.deepEqual(approvals.carried('m'), { approvedCost: undefined, approvedUnpriced: undefined }, 'the day limit bounds the total');
+  assert.deepEqual(approvals.approve(day, 'm', null), { approvedDay: true });
+  assert.deepEqual(approvals.carried('m', null), { approvedCost: undefined, approvedUnpriced: undefined }, 'the day limit bounds the total');
   const unpriced: Refusal = { scope: 'unpriced', estimate: null, limit: 5, spentToday: null, message: '' };
-  assert.deepEqual(approvals.approve(unpriced, 'free/model'), { approvedUnpriced: true });
+  assert.deepEqual(approvals.approve(unpriced, 'free/model', null), { approvedUnpriced: true });
   now = APPROVAL_MS;
-  assert.equal(approvals.carried('free/model').approvedUnpriced, true);
-  assert.equal(approvals.carried('other/model').approvedUnpriced, undefined, 'per model');
+  assert.equal(approvals.carried('free/model', null).approvedUnpriced, true);
+  assert.equal(approvals.carried('other/model', null).approvedUnpriced, undefined, 'per model');
   now = APPROVAL_MS + 1;
-  assert.equal(approvals.carried('free/model').approvedUnpriced, undefined, 'lapsed');
+  assert.equal(approvals.carried('free/model', null).approvedUnpriced, undefined, 'lapsed');
+});
+
+test("approval: a Send covers its own key's requests only", () => {
+  let now = 0;
+  const approvals = new Approvals(() => now);
+  const request: Refusal = { scope: 'request', estimate: 0.1, limit: 0.05, spentToday: null, message: '' };
+  const unpriced: Refusal = { scope: 'unpriced', estimate: null, limit: 5, spentToday: null, message: '' };
+  approvals.approve(request, 'm', 'team');
+  approvals.approve(unpriced, 'free/model', 'team');
+  now = 1;
+  assert.deepEqual(approvals.carried('m', 'team'), { approvedCost: 0.2, approvedUnpriced: undefined });
+  assert.equal(approvals.carried('free/model', 'team').approvedUnpriced, true);
+  for (const other of ['personal', null]) {
+    assert.deepEqual(approvals.carried('m', other), { approvedCost: undefined, approvedUnpriced: undefined }, `nothing carried to ${other}`);
+    assert.equal(approvals.carried('free/model', other).approvedUnpriced, undefined);
+  }
+  approvals.approve({ ...request, estimate: 0.01 }, 'm', null); // the default key's Send replaces nothing of the team's
+  assert.equal(approvals.carried('m', 'team').approvedCost, 0.2);
+  assert.equal(approvals.carried('m', null).approvedCost, 0.02);
 });
 
 test('a spend_limit error is read off the JSON-RPC error; a malformed one is not trusted', () => {
