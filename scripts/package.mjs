@@ -54,6 +54,7 @@ if (target) {
   );
 }
 const out = path.resolve(args.out);
+fs.mkdirSync(path.dirname(out), { recursive: true }); // vsce fails on a folder that is not there yet
 // vsce lists every file it packs (thousands, with a runtime): only its warnings and errors are shown.
 const packed = execFileSync(process.execPath, [VSCE, 'package', '--no-dependencies', ...(target ? ['--target', target] : []), '--out', out], {
   cwd: stage,
