@@ -3,16 +3,14 @@
 // fails, the provider still answers, bad entries are dropped with one log line and the files are
 // repaired; two windows saving counts to one folder keep both windows' counts.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { PYTHON, startGateway } from './real';
+import { bundleGateway } from './real';
 import { activate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import type { GatewayChatProvider } from '../../extension/provider';
@@ -20,25 +18,7 @@ import { checkCounts } from '../../extension/saved';
 import { PREFETCH_DELAY_MS, RECHECK_MS } from '../../extension/prefetch';
 
 const MODEL = 'openai/gpt-5';
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-
-before(async () => {
-  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0007)
-  const url = await startGateway(children);
-  stub.settings['vercelAiGateway.baseUrl'] = `${url}/v1`;
-  stub.settings['vercelAiGateway.maxRetries'] = 0;
-  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
-});
-
-after(() => {
-  delete process.env.AI_GATEWAY_API_KEY;
-  children.forEach((child) => child.kill());
-  dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
-  delete process.env.AI_GATEWAY_LM_PYTHON;
-  delete stub.settings['vercelAiGateway.baseUrl'];
-  delete stub.settings['vercelAiGateway.maxRetries'];
-});
+const gateway = bundleGateway({ defaultKey: true });
 
 interface Window {
   provider: GatewayChatProvider;
@@ -62,8 +42,7 @@ async function openWindow(storage: string): Promise<Window> {
 }
 
 function storageWith(models: string, counts: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-activate-'));
-  dirs.push(dir);
+  const dir = gateway.folder('agl-activate-');
   fs.writeFileSync(path.join(dir, 'models.json'), models);
   fs.writeFileSync(path.join(dir, 'token-counts.json'), counts);
   return dir;

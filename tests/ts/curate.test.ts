@@ -3,44 +3,32 @@
 // windows and prices and writes `picker.models`; a model left out is still given to VS Code, marked
 // not user-selectable; a model without tools carries a warning.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { PYTHON, startGateway } from './real';
+import { bundleGateway } from './real';
 import { activate } from '../../extension/extension';
 import { isShown, matches } from '../../extension/curate';
 import type { GatewayChatProvider } from '../../extension/provider';
 
-const children: ChildProcess[] = [];
 const subscriptions: { dispose(): unknown }[] = [];
+const gateway = bundleGateway({
+  defaultKey: true,
+  cleanup: () => {
+    subscriptions.forEach((d) => d.dispose());
+    delete stub.settings['vercelAiGateway.picker.models'];
+  },
+});
 let provider: GatewayChatProvider;
 let changes = 0;
 
 before(async () => {
-  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0007)
-  const gateway = await startGateway(children);
-  stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
-  stub.settings['vercelAiGateway.maxRetries'] = 0;
-  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
-  const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-curate-'));
-  subscriptions.push({ dispose: () => fs.rmSync(storage, { recursive: true, force: true }) });
+  const storage = gateway.folder('agl-curate-');
   const context = { subscriptions, secrets: new stub.SecretStorage(), globalStorageUri: { fsPath: storage }, globalState: new stub.Memento() };
   await activate(context as unknown as vscode.ExtensionContext);
   provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
   provider.onDidChangeLanguageModelChatInformation(() => changes++);
-});
-
-after(() => {
-  delete process.env.AI_GATEWAY_API_KEY;
-  subscriptions.forEach((d) => d.dispose());
-  children.forEach((child) => child.kill());
-  delete process.env.AI_GATEWAY_LM_PYTHON;
-  for (const name of ['baseUrl', 'maxRetries', 'picker.models']) delete stub.settings[`vercelAiGateway.${name}`];
 });
 
 type Info = vscode.LanguageModelChatInformation & { isUserSelectable?: boolean; warningText?: string; statusIcon?: { id: string } };

@@ -3,43 +3,28 @@
 // menu of the levels it accepts, a model that does not reason none, and the user's choice, as VS Code
 // passes it in `modelConfiguration`, is the effort the gateway receives.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { PYTHON, startGateway } from './real';
+import { bundleGateway } from './real';
 import { activate } from '../../extension/extension';
 import type { GatewayChatProvider } from '../../extension/provider';
 
-const children: ChildProcess[] = [];
 const subscriptions: { dispose(): unknown }[] = [];
-let gateway = '';
+const gateway = bundleGateway({
+  defaultKey: true,
+  path: '/efforts', // the catalogue with reasoning_options
+  settings: { reasoningEffort: 'xhigh' },
+  cleanup: () => subscriptions.forEach((d) => d.dispose()),
+});
 let provider: GatewayChatProvider;
 
 before(async () => {
-  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0007)
-  gateway = await startGateway(children);
-  stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/efforts/v1`; // the catalogue with reasoning_options
-  stub.settings['vercelAiGateway.maxRetries'] = 0;
-  stub.settings['vercelAiGateway.reasoningEffort'] = 'xhigh';
-  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
-  const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-effort-'));
-  subscriptions.push({ dispose: () => fs.rmSync(storage, { recursive: true, force: true }) });
+  const storage = gateway.folder('agl-effort-');
   const context = { subscriptions, secrets: new stub.SecretStorage(), globalStorageUri: { fsPath: storage } };
   await activate(context as unknown as vscode.ExtensionContext);
   provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
-});
-
-after(() => {
-  delete process.env.AI_GATEWAY_API_KEY;
-  subscriptions.forEach((d) => d.dispose());
-  children.forEach((child) => child.kill());
-  delete process.env.AI_GATEWAY_LM_PYTHON;
-  for (const name of ['baseUrl', 'maxRetries', 'reasoningEffort']) delete stub.settings[`vercelAiGateway.${name}`];
 });
 
 const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
@@ -57,7 +42,7 @@ async function sentWith(model: Info, configuration: Record<string, unknown> | un
   const options = { tools: [], toolMode: 1, modelOptions: {}, ...(configuration ? { modelConfiguration: configuration } : {}) };
   const parts: unknown[] = [];
   await provider.provideLanguageModelChatResponse(model, [message], options, { report: (part) => void parts.push(part) }, token());
-  const log = (await (await fetch(`${gateway}/_requests`)).json()) as { body: { model: string; reasoning?: unknown } }[];
+  const log = (await (await fetch(`${gateway.url}/_requests`)).json()) as { body: { model: string; reasoning?: unknown } }[];
   const last = log.at(-1)!;
   assert.equal(last.body.model, model.id);
   return last.body.reasoning;

@@ -4,16 +4,14 @@
 // gateway with that group's key. And the upgrade: a window set up by the release before groups (a
 // key in secret storage, models.json, token counts, a usage history without groups) keeps all of it.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { PYTHON, startGateway } from './real';
+import { bundleGateway } from './real';
 import { activate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import { groupTag } from '../../extension/keys';
@@ -23,24 +21,7 @@ const MIGRATE = 'lm.migrateLanguageModelsProviderGroup';
 const SECRET = 'vercelAiGateway.apiKey';
 const MINE = 'vck_mine-0123456789abcdef';
 const TEAM = 'vck_team-fedcba9876543210';
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-let gateway = '';
-
-before(async () => {
-  gateway = await startGateway(children);
-  stub.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
-  stub.settings['vercelAiGateway.maxRetries'] = 0;
-  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
-});
-
-after(() => {
-  children.forEach((child) => child.kill());
-  dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
-  delete process.env.AI_GATEWAY_LM_PYTHON;
-  delete stub.settings['vercelAiGateway.baseUrl'];
-  delete stub.settings['vercelAiGateway.maxRetries'];
-});
+const gateway = bundleGateway();
 
 const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
 type Info = vscode.LanguageModelChatInformation & { group?: string };
@@ -84,7 +65,7 @@ async function openWindow(storage: string, secrets = new stub.SecretStorage()): 
 async function sentKeys(from: number): Promise<string[]> {
   const body = await new Promise<string>((resolve, reject) => {
     http
-      .get(`${gateway}/_requests`, (response) => {
+      .get(`${gateway.url}/_requests`, (response) => {
         let text = '';
         response.on('data', (chunk: Buffer) => (text += chunk.toString()));
         response.on('end', () => resolve(text));
@@ -97,11 +78,7 @@ async function sentKeys(from: number): Promise<string[]> {
 
 const requestCount = async () => (await sentKeys(0)).length;
 
-function storage(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-groups-'));
-  dirs.push(dir);
-  return dir;
-}
+const storage = () => gateway.folder('agl-groups-');
 
 test('two groups side by side: each list carries its group, and each chat goes out with its own key', async () => {
   const window = await openWindow(storage());

@@ -2,15 +2,11 @@
 // notice condition, and, through the real extension (activate(), the real sidecar, the loopback fake
 // gateway's catalogue), the command's quick pick, the settings it writes and the one-time prompt.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { after, before, beforeEach, test } from 'node:test';
+import { beforeEach, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { PYTHON, startGateway } from './real';
+import { bundleGateway } from './real';
 import type { ModelEntry } from '../../extension/contract';
 import { activate } from '../../extension/extension';
 import type { GatewayChatProvider } from '../../extension/provider';
@@ -110,21 +106,7 @@ test("Copilot's notice condition: a utility setting empty and the default not 'm
   assert.equal(needsUtilityModels(config()), false);
 });
 
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-
-before(async () => {
-  const url = await startGateway(children);
-  stub.settings['vercelAiGateway.baseUrl'] = `${url}/v1`;
-  stub.settings['vercelAiGateway.maxRetries'] = 0;
-  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
-});
-
-after(() => {
-  children.forEach((child) => child.kill());
-  dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
-  delete process.env.AI_GATEWAY_LM_PYTHON;
-});
+const gateway = bundleGateway();
 
 beforeEach(() => resetSettings());
 
@@ -135,8 +117,7 @@ interface Window {
 }
 
 async function openWindow(): Promise<Window> {
-  const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-smalltasks-'));
-  dirs.push(storage);
+  const storage = gateway.folder('agl-smalltasks-');
   const state = new stub.Memento();
   const context = {
     subscriptions: [] as { dispose(): unknown }[],

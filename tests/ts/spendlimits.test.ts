@@ -2,16 +2,14 @@
 // the stub `vscode`, with the real sidecar and the loopback fake gateway; the user's answers to the
 // spend dialog come from the stub. Each case sent a request past a limit before the fix.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, before, beforeEach, test } from 'node:test';
+import { beforeEach, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { PYTHON, ROOT, startGateway } from './real';
+import { PYTHON, ROOT, bundleGateway } from './real';
 
 interface Bundle {
   activate(context: vscode.ExtensionContext): Promise<void>;
@@ -19,29 +17,13 @@ interface Bundle {
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the built bundle, as VS Code loads it
 const bundle = require(path.join(ROOT, 'dist/extension.js')) as Bundle;
 
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-let gatewayUrl = '';
 const LIMIT_SETTINGS = ['vercelAiGateway.spend.maxRequestCost', 'vercelAiGateway.spend.maxDailyCost'];
-
-before(async () => {
-  gatewayUrl = await startGateway(children);
-  stub.settings['vercelAiGateway.baseUrl'] = `${gatewayUrl}/v1`;
-  stub.settings['vercelAiGateway.maxRetries'] = 0;
-  process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
-});
+const gateway = bundleGateway({ cleanup: () => LIMIT_SETTINGS.forEach((key) => delete stub.settings[key]) });
 
 beforeEach(() => {
   for (const key of LIMIT_SETTINGS) delete stub.settings[key];
   stub.shownWarnings.length = 0;
   stub.answers.warningButton.length = 0;
-});
-
-after(() => {
-  children.forEach((child) => child.kill());
-  dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true }));
-  delete process.env.AI_GATEWAY_LM_PYTHON;
-  for (const key of ['vercelAiGateway.baseUrl', 'vercelAiGateway.maxRetries', ...LIMIT_SETTINGS]) delete stub.settings[key];
 });
 
 interface Window {
@@ -51,8 +33,7 @@ interface Window {
 }
 
 async function openWindow(prepare?: (storage: string) => void): Promise<Window> {
-  const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-limits-'));
-  dirs.push(storage);
+  const storage = gateway.folder('agl-limits-');
   prepare?.(storage);
   const context = {
     subscriptions: [] as { dispose(): unknown }[],
@@ -86,7 +67,7 @@ async function chat(window: Window, text: string): Promise<string> {
 
 /** The chats that reached the gateway whose last message holds `marker`. */
 async function reached(marker: string): Promise<number> {
-  const requests = (await (await fetch(`${gatewayUrl}/_requests`)).json()) as { body?: unknown }[];
+  const requests = (await (await fetch(`${gateway.url}/_requests`)).json()) as { body?: unknown }[];
   return requests.filter((r) => JSON.stringify(r.body ?? '').includes(marker)).length;
 }
 

@@ -11,6 +11,10 @@ import { pathToFileURL } from 'node:url';
 import * as zlib from 'node:zlib';
 import { ROOT } from './real';
 
+// Every VSIX a test writes, removed when the file's process exits.
+const SCRATCH = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-vsix-'));
+process.once('exit', () => fs.rmSync(SCRATCH, { recursive: true, force: true }));
+
 interface Checked {
   problems: string[];
   summary: string;
@@ -59,7 +63,7 @@ function zip(entries: Record<string, { data: Buffer | string; mode?: number }>):
   end.writeUInt16LE(Object.keys(entries).length, 10);
   end.writeUInt32LE(directory.length, 12);
   end.writeUInt32LE(offset, 16);
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agl-vsix-')), 'x.vsix');
+  const file = path.join(fs.mkdtempSync(path.join(SCRATCH, 'vsix-')), 'x.vsix');
   fs.writeFileSync(file, Buffer.concat([...locals, directory, end]));
   return file;
 }
