@@ -1,6 +1,7 @@
 // UI tests: Copilot Chat's own workbench UI, driven as a user would, with screenshots of each step.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
@@ -141,12 +142,12 @@ async function pickModel(name) {
   await page.locator(`.part.auxiliarybar a.model-picker-name[aria-label$=", ${name}"]`).first().waitFor();
 }
 
-/** The gateway's request log from entry `from` on. */
 /** Every request the fake gateway received, in order (its /_requests log). */
 async function gatewayRequests() {
   return (await fetch(`${gateway}/_requests`)).json();
 }
 
+/** The gateway's request log from entry `from` on. */
 async function requestsSince(from) {
   return (await gatewayRequests()).slice(from);
 }
@@ -650,6 +651,74 @@ try {
     assert.ok(summaries.length > 0, 'Copilot summarised in the foreground');
     assert.ok(summaries.every((e) => !e.tools_callable), 'no summarisation request could call a tool');
   }, 360_000); // up to 240 s for the batch of reads
+
+  // Several keys side by side (rfcs/0007, provider groups), last: it deletes the first group. A
+  // second group added as a user adds one, its key replaced with *Update API Key*, the first group
+  // deleted with *Delete*: the picker then offers the second group's models only, and a chat goes
+  // out with the second group's new key, never the old one or the deleted group's.
+  await step('groups-update-delete', async () => {
+    const [oldKey, newKey] = ['e2e-team-key-old-0123456789', 'e2e-team-key-new-9876543210'];
+    const editor = page.locator('.ai-models-management-editor');
+    for (let attempt = 1; !(await editor.isVisible()); attempt++) {
+      await page.keyboard.press('Escape'); // a picker or menu left open would take the palette's keys
+      await runCommand('Chat: Manage Language Models');
+      await editor.waitFor({ timeout: 10_000 }).catch((error) => assert.ok(attempt < 3, `the Language Models editor never opened: ${error}`));
+    }
+    await editor.getByText('Add Models', { exact: true }).first().waitFor({ timeout: 30_000 });
+    await addProvider(editor, 'Vercel AI Gateway', 'Group Name');
+    await page.locator('.quick-input-widget input').fill('Team');
+    await page.keyboard.press('Enter');
+    const keyBox = page.locator('.quick-input-widget', { hasText: 'API Key' });
+    await keyBox.waitFor({ timeout: 10_000 });
+    await keyBox.locator('input').fill(oldKey);
+    await page.keyboard.press('Enter');
+    await keyBox.waitFor({ state: 'hidden', timeout: 10_000 });
+    const groupRow = (name) => editor.locator('.models-vendor-row', { hasText: name }).filter({ visible: true }).first();
+    await groupRow('Team').waitFor({ timeout: 30_000 });
+    await editor.locator('.models-model-row', { hasText: 'Fake Text' }).nth(1).waitFor({ timeout: 30_000 }); // both groups list it
+    await page.screenshot({ path: path.join(artifacts, 'ui-groups.png') });
+    /** Runs `action` from a group row's gear menu. */
+    const groupAction = async (name, action) => {
+      const row = groupRow(name);
+      await row.hover();
+      await row.locator('.models-actions-column .action-label').last().click();
+      const item = page.locator('.context-view .action-label', { hasText: action }).first();
+      // 1.133 drops a click on a menu that has just opened until the pointer has moved over it.
+      await item.waitFor({ timeout: 10_000 });
+      for (let attempt = 1; await item.isVisible(); attempt++) {
+        assert.ok(attempt <= 3, `the menu item '${action}' took no click`);
+        await item.hover();
+        await item.click({ timeout: 10_000 });
+        await item.waitFor({ state: 'hidden', timeout: 2_000 }).catch(() => undefined);
+      }
+    };
+    await groupAction('Team', 'Update API Key');
+    const updateBox = page.locator('.quick-input-widget').filter({ visible: true }).first();
+    await updateBox.waitFor({ timeout: 10_000 });
+    assert.equal(await updateBox.locator('input').getAttribute('type'), 'password');
+    await updateBox.locator('input').fill(newKey);
+    await page.keyboard.press('Enter');
+    await updateBox.waitFor({ state: 'hidden', timeout: 10_000 });
+    await groupAction('Vercel AI Gateway', 'Delete');
+    await page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Yes$|^Delete$|^OK$/ }).first().click({ timeout: 10_000 });
+    await groupRow('Vercel AI Gateway').waitFor({ state: 'detached', timeout: 30_000 }).catch(async () => {
+      assert.equal(await editor.locator('.models-vendor-row', { hasText: 'Vercel AI Gateway' }).filter({ visible: true }).count(), 0, 'the deleted group is gone');
+    });
+    await page.keyboard.press('Escape');
+    await editor.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => page.locator('.modal-editor-header .codicon-close').first().click());
+    await runCommand('Chat: New Chat');
+    const widget = await openPicker('Fake Text');
+    assert.equal(await widget.getByText('Fake Text', { exact: true }).filter({ visible: true }).count(), 1, "only the remaining group's Fake Text is offered");
+    await widget.getByText('Fake Text', { exact: true }).first().click();
+    const from = (await gatewayRequests()).length;
+    await send('[scenario:words] Say hello');
+    await responses().last().getByText('streamed word by word to Copilot Chat.', { exact: false }).waitFor({ timeout: 60_000 });
+    const sent = (await requestsSince(from)).filter((e) => e.body?.model === 'fake/text').map((e) => e.authorization);
+    assert.deepEqual([...new Set(sent)], [`Bearer ${newKey}`], 'the chat went out with the updated key only');
+    // The status bar names the group that paid by its key's tag (extension/keys.ts, groupTag).
+    const tag = createHash('sha256').update(newKey).digest('hex').slice(0, 6);
+    await page.locator('.statusbar-item', { hasText: `Fake Text (key ${tag}` }).first().waitFor({ timeout: 10_000 });
+  });
 } catch (error) {
   failed = 1;
   failure = `ui: not ok - step ${steps.length + 1} (${current || 'start'}) failed: ${error.stack ?? error}`;
