@@ -62,6 +62,7 @@ fs.writeFileSync(path.join(dirs.ws, '.vscode', 'settings.json'), JSON.stringify(
   'vercelAiGateway.connectTimeout': 9,
 }));
 env.WORKSPACE_TRAP_URL = trapUrl;
+env.E2E_USER_DIR = path.join(dirs.ud, 'User'); // chatLanguageModels.json, where VS Code keeps the provider groups
 const artifacts = host.ARTIFACTS;
 const vsix = bundled ?? host.VSIX;
 // The test extension is the one development extension; the provider is the installed VSIX.

@@ -720,6 +720,10 @@ try {
     });
     await page.keyboard.press('Escape');
     await editor.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => page.locator('.modal-editor-header .codicon-close').first().click());
+    // The chat open until now had a model of the deleted group picked: what VS Code shows in its place
+    // (rfcs/0007, "A request on a deleted group").
+    const shown = await page.locator('.part.auxiliarybar a.model-picker-name').first().getAttribute('aria-label', { timeout: 10_000 }).catch(() => 'nothing');
+    console.log(`ui: after Delete, the open chat's model picker shows: ${shown}`);
     await runCommand('Chat: New Chat');
     const widget = await openPicker('Fake Text');
     assert.equal(await widget.getByText('Fake Text', { exact: true }).filter({ visible: true }).count(), 1, "only the remaining group's Fake Text is offered");

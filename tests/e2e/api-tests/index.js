@@ -210,6 +210,54 @@ test('provider groups: each group lists the models, and its chats carry its own 
   assert.deepEqual(sent, [`Bearer ${keys.Personal}`, `Bearer ${keys.Team}`, `Bearer ${process.env.AI_GATEWAY_API_KEY}`].sort());
 }, 120_000);
 
+// A model object kept across the deletion of its group (a caller that held on to what
+// selectChatModels gave it). The Language Models editor's Delete runs no command an extension can
+// call: it deletes the group's secret and removes the group from the profile's chatLanguageModels.json,
+// whose change VS Code watches; the test removes it from that file, as Delete does.
+test('a model kept from a deleted group is refused, and its key is never sent again', async () => {
+  const apiKey = 'vck_doomed-5555555555';
+  await vscode.commands.executeCommand('lm.addLanguageModelsProviderGroup', { name: 'Doomed', vendor: VENDOR, apiKey });
+  let found = [];
+  for (const deadline = Date.now() + 30_000; found.length < 4 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
+    found = await vscode.lm.selectChatModels({ vendor: VENDOR, id: 'fake/text' });
+  }
+  assert.equal(found.length, 4, 'the default key\'s fake/text and three groups\'');
+  let doomed;
+  for (const m of found) {
+    await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] whose?')], {}, token()));
+    if ((await gatewayLog()).at(-1).authorization === `Bearer ${apiKey}`) doomed = m;
+  }
+  assert.ok(doomed, 'one of them is the Doomed group\'s');
+  const file = require('node:path').join(process.env.E2E_USER_DIR, 'chatLanguageModels.json');
+  const fs = require('node:fs');
+  const groups = JSON.parse(fs.readFileSync(file, 'utf8'));
+  assert.ok(groups.some((g) => g.name === 'Doomed'), `${file} holds the group`);
+  fs.writeFileSync(file, JSON.stringify(groups.filter((g) => g.name !== 'Doomed'), null, '\t'));
+  // The workbench watches the profile's folder, but in code-server a write from the extension host
+  // went unseen for 30 s (tried); the next group added rereads the file, and VS Code drops Doomed.
+  const nudge = 'vck_nudge-7777777777';
+  await vscode.commands.executeCommand('lm.addLanguageModelsProviderGroup', { name: 'Nudge', vendor: VENDOR, apiKey: nudge });
+  let keys = [];
+  for (const deadline = Date.now() + 30_000; !keys.includes(`Bearer ${nudge}`) && Date.now() < deadline; await new Promise((r) => setTimeout(r, 1000))) {
+    found = await vscode.lm.selectChatModels({ vendor: VENDOR, id: 'fake/text' });
+    const before = (await gatewayLog()).length;
+    for (const m of found) await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] whose?')], {}, token()));
+    keys = (await gatewayLog()).slice(before).map((e) => e.authorization);
+  }
+  assert.ok(keys.includes(`Bearer ${nudge}`), 'VS Code lists the group added after');
+  assert.ok(!keys.includes(`Bearer ${apiKey}`), 'VS Code no longer lists the deleted group\'s model');
+  const from = (await gatewayLog()).length;
+  let failure;
+  try {
+    await collect(await doomed.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] still there?')], {}, token()));
+  } catch (error) {
+    failure = error;
+  }
+  console.log(`[api-test] a request on the deleted group's model: ${failure ? `refused: ${failure.message}` : 'answered'}`);
+  assert.ok(failure, 'the request failed');
+  assert.deepEqual((await gatewayLog()).slice(from).map((e) => e.authorization), [], 'nothing reached the gateway');
+});
+
 exports.run = async function run() {
   let failed = 0;
   for (const t of tests) {
