@@ -6,7 +6,6 @@ import { COMMANDS, NETWORK_SECTION, NETWORK_SETTINGS, SECTION, setting, settingI
 import { CreditsReader } from './credits';
 import { forgetShown } from './errors';
 import { askToSend } from './guard';
-import { KeyHint } from './keyhint';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
 import { notify } from './notify';
@@ -45,11 +44,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     (balance) => status.setCredits(balance),
     log,
   );
-  const hint = new KeyHint(context.globalState, () => keys.manage());
   const provider = new GatewayChatProvider(sidecar, {
     apiKey: () => keys.get(),
-    onNoKey: () => hint.nothingToServe(),
-    onGroup: (group) => (keys.listed(group), hint.keyFound()),
+    onGroup: (group) => keys.listed(group),
     thinking: () => setting<ThinkingMode>('thinking') ?? 'auto',
     shown: shownPatterns,
     loadCache: () => (cache ??= loadModels(cacheFile, log)),
@@ -94,7 +91,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     sidecar,
     vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
     provider,
-    hint,
     { dispose: () => (clearInterval(saver), void saveCounts()) },
     keys.onDidChange(() => provider.notifyChanged()),
     vscode.commands.registerCommand(COMMANDS.manage, () => keys.manage()),

@@ -22,8 +22,6 @@ export interface ProviderHooks {
   /** VS Code listed a provider group's models (extension/keys.ts keeps its key for redaction and
    * the migration of a stored key). */
   onGroup?(group: Group): void;
-  /** VS Code asked for the default key's list and there is no default key (extension/keyhint.ts). */
-  onNoKey?(): void;
   thinking(): ThinkingMode;
   /** The ids and glob patterns of `picker.models` (extension/curate.ts); none: every model is offered. */
   shown?(): readonly string[];
@@ -92,7 +90,6 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       this.groupKeys.set(group.tag, group.key);
       this.hooks.onGroup?.(group);
     } else if (!(await this.hooks.apiKey())) {
-      this.hooks.onNoKey?.();
       return []; // no default key: keys live in provider groups (Add Models in the Language Models editor)
     }
     if (this.models.length === 0) this.adopt(await this.hooks.loadCache());

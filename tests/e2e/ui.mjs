@@ -227,20 +227,6 @@ try {
   await page.goto(`http://127.0.0.1:${port}/?folder=${dirs.ws}`);
   await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
 
-  // A new user with no key anywhere is told once how to add one (extension/keyhint.ts, RFC 0007
-  // "The hint"), and the notification's button opens the Language Models editor.
-  await step('key-hint', async () => {
-    // VS Code asks a provider for its models when they are wanted: the user opens the model picker.
-    await chatInput().waitFor({ timeout: 60_000 });
-    await page.locator('.part.auxiliarybar a.model-picker-name').first().click();
-    await page.waitForTimeout(1_000);
-    await page.keyboard.press('Escape');
-    const hint = await findNotification('add your AI Gateway API key');
-    await hint.getByRole('button', { name: 'Add API Key' }).click();
-    await page.locator('.ai-models-management-editor').getByText('Add Models', { exact: true }).first().waitFor({ timeout: 30_000 });
-    await hideNotificationCenter();
-  });
-
   await step('manage-models', async () => {
     await runCommand('Chat: Manage Language Models');
     // A new user adds our provider (Add Models → Vercel AI Gateway): VS Code asks for the group's name,

@@ -37,7 +37,7 @@ interface Window {
 }
 
 async function openWindow(storage: string, secrets = new stub.SecretStorage()): Promise<Window> {
-  const context = { subscriptions: [] as { dispose(): unknown }[], secrets, globalStorageUri: { fsPath: storage }, globalState: new stub.Memento() };
+  const context = { subscriptions: [] as { dispose(): unknown }[], secrets, globalStorageUri: { fsPath: storage } };
   await activate(context as unknown as vscode.ExtensionContext);
   const provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
   return {
