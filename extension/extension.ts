@@ -81,7 +81,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   // A key stored by a release before groups becomes a provider group; off activation's path, since
   // VS Code's migration activates this very extension to list the group's models.
-  void keys.moveStoredKey(log).catch((error: Error) => warn(`The stored API key was not moved: ${error.message}`));
+  void keys.moveStoredKey(log, profileGroupsFile(context)).catch((error: Error) => warn(`The stored API key was not moved: ${error.message}`));
   const tellCostly = () => void tellWorkspaceCostly(context.workspaceState).catch((error: Error) => warn(error.message));
   tellCostly();
 
@@ -133,6 +133,14 @@ async function restartServer(sidecar: SidecarConnection): Promise<boolean> {
   );
   if (restarted) void notify('info', 'Vercel AI Gateway: the sidecar restarted.');
   return restarted;
+}
+
+/** VS Code's chatLanguageModels.json of this profile, where the release before groups left the
+ * Thinking Effort choices (rfcs/0007, "Upgrade from the release before groups"): beside the
+ * profile's globalStorage folder, as VS Code lays out a profile (default or not). A window whose
+ * extension host is remote reads no such file there: nothing is carried then. */
+function profileGroupsFile(context: vscode.ExtensionContext): string {
+  return path.join(path.dirname(path.dirname(context.globalStorageUri.fsPath)), 'chatLanguageModels.json');
 }
 
 async function loadModels(file: string, log: vscode.LogOutputChannel): Promise<ModelEntry[]> {

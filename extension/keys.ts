@@ -2,6 +2,7 @@
 // default key (the environment's, or one stored by a release before groups). Never settings, logs or
 // command lines (rfcs/0007, "Several keys side by side").
 import { createHash } from 'node:crypto';
+import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { GROUP_NAME, HOST_COMMANDS, SECRET_API_KEY, VENDOR } from './config';
 
@@ -67,20 +68,27 @@ export class KeyStore {
   /** A key stored by a release before groups: moved into a group of the Language Models editor
    * (VS Code's `lm.migrateLanguageModelsProviderGroup`, which lists the group's models through this
    * provider, then keeps the key in VS Code's secret storage). Done when VS Code listed that key as a
-   * group; then our copy is deleted. A group of that name may exist already (VS Code makes one to hold
-   * a model's Thinking Effort choice): the next name is tried. Fails quietly otherwise (a VS Code
+   * group; then our copy is deleted. A group of that name may exist already: the keyless one VS Code
+   * made to hold the Thinking Effort choices, which apply to no model once we declare a key. The
+   * next name is tried, and those choices, read from `groupsFile` (the profile's
+   * chatLanguageModels.json), go into the new group with the key. Fails quietly otherwise (a VS Code
    * without groups): the key stays the default key, served as before. Returns the group's name. */
-  async moveStoredKey(log: Pick<vscode.LogOutputChannel, 'info' | 'warn'>): Promise<string | undefined> {
+  async moveStoredKey(log: Pick<vscode.LogOutputChannel, 'info' | 'warn'>, groupsFile?: string): Promise<string | undefined> {
     const key = (await this.stored())?.trim();
     if (!key) return undefined;
+    const keyless = groupsFile ? await keylessChoices(groupsFile, log) : undefined;
+    const settings = keyless && Object.keys(keyless.settings).length ? { settings: keyless.settings } : {};
+    let taken: string | undefined; // a name VS Code refused: a group of that name exists
     for (const name of [GROUP_NAME, `${GROUP_NAME} 2`, `${GROUP_NAME} 3`]) {
       let seen = false;
       this.moving = (listed) => (seen ||= listed === key);
       try {
-        await vscode.commands.executeCommand(HOST_COMMANDS.migrateGroup, { vendor: VENDOR, name, apiKey: key });
+        // `settings` beside the key: VS Code copies every property given into the group it adds.
+        await vscode.commands.executeCommand(HOST_COMMANDS.migrateGroup, { vendor: VENDOR, name, apiKey: key, ...settings });
       } catch (error) {
         // VS Code's own words (a group of that name exists, or no such command): no key in them.
         log.info(`The stored API key was not moved into the group '${name}': ${(error as Error).message}`);
+        taken ??= name;
         continue;
       } finally {
         this.moving = undefined;
@@ -88,6 +96,9 @@ export class KeyStore {
       if (!seen) break; // the command ran but never asked for the group: not VS Code's migration
       await this.secrets.delete(SECRET_API_KEY).then(undefined, () => undefined);
       log.info(`The stored API key is now the provider group '${name}' (Chat: Manage Language Models).`);
+      // The file unread (a remote window), a name VS Code refused is most likely that keyless group.
+      const old = keyless ? keyless.names : taken ? [taken] : [];
+      if (old.length) log.warn(movedChoices(name, old, Object.keys(settings.settings ?? {}).length, !keyless));
       this.changed.fire();
       return name;
     }
@@ -106,4 +117,70 @@ export class KeyStore {
   async manage(): Promise<void> {
     await vscode.commands.executeCommand(HOST_COMMANDS.manageModels);
   }
+}
+
+/** Bounds on what is read of VS Code's chatLanguageModels.json (a user's file: untrusted). */
+const GROUPS_FILE_MAX_BYTES = 1 << 20;
+const MAX_CHOICE_MODELS = 2_000;
+const MAX_CHOICE_TEXT = 256;
+
+type Choices = Record<string, Record<string, string | number | boolean>>;
+
+/** The per-model choices (`settings`, e.g. `{"openai/gpt-5": {"reasoningEffort": "high"}}`) of our
+ * vendor's groups without a key in VS Code's chatLanguageModels.json, and those groups' names. A later
+ * group's choice for a model wins, as VS Code applied them before groups. Nothing on any doubt. */
+export async function keylessChoices(file: string, log: Pick<vscode.LogOutputChannel, 'info'>): Promise<{ names: string[]; settings: Choices } | undefined> {
+  let groups: unknown;
+  try {
+    const handle = await fs.open(file, 'r');
+    try {
+      const { size } = await handle.stat();
+      if (size > GROUPS_FILE_MAX_BYTES) throw new Error(`larger than ${GROUPS_FILE_MAX_BYTES} bytes`);
+      groups = JSON.parse((await handle.readFile()).toString('utf8'));
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') log.info(`The Language Models file was not read for Thinking Effort choices: ${code ?? (error as Error).message}`);
+    return undefined;
+  }
+  if (!Array.isArray(groups)) return undefined;
+  const names: string[] = [];
+  const settings: Choices = {};
+  for (const group of groups) {
+    if (!isRecord(group) || group.vendor !== VENDOR || typeof group.name !== 'string') continue;
+    if (typeof group.apiKey === 'string' && group.apiKey.trim()) continue; // a group with its key keeps its own choices
+    names.push(group.name.slice(0, MAX_CHOICE_TEXT));
+    if (!isRecord(group.settings)) continue;
+    for (const [model, values] of Object.entries(group.settings)) {
+      if (model.length > MAX_CHOICE_TEXT || !isRecord(values)) continue;
+      if (!(model in settings) && Object.keys(settings).length >= MAX_CHOICE_MODELS) break;
+      const kept = Object.entries(values).filter(
+        ([name, value]) =>
+          name.length <= MAX_CHOICE_TEXT &&
+          ((typeof value === 'string' && value.length <= MAX_CHOICE_TEXT) ||
+            typeof value === 'boolean' ||
+            (typeof value === 'number' && Number.isFinite(value))),
+      ) as [string, string | number | boolean][];
+      if (kept.length) settings[model] = Object.fromEntries(kept);
+    }
+  }
+  return { names, settings };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** What the user does about the keyless group left behind: VS Code keeps a later choice for a model
+ * in the first group that holds one for the same model id, so that group would swallow it. */
+function movedChoices(group: string, old: readonly string[], carried: number, guessed: boolean): string {
+  const names = old.map((name) => `'${name}'`).join(', ');
+  const what = carried
+    ? `The Thinking Effort choices of ${carried} model(s) were copied into '${group}' from ${names}, which has no API key and lists no models.`
+    : guessed
+      ? `${names} was there already: if it is the group without an API key that VS Code made to keep Thinking Effort choices, those apply to no model now; pick them again on the models of '${group}'.`
+      : `${names} has no API key and lists no models: Thinking Effort choices it held apply to no model now; pick them again on the models of '${group}'.`;
+  return `${what} Delete ${names} in the Language Models editor (Chat: Manage Language Models), or a choice made later for one of those models is kept there and lost at the next start.`;
 }

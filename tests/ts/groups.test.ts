@@ -192,3 +192,75 @@ test('upgrade: a window of the release before groups keeps its key (now a group)
     window?.close();
   }
 });
+
+/** VS Code's migration as both hosts run it: a name taken is refused; otherwise the provider lists
+ * the group with its properties, then every property given is kept in the new group. */
+function hostMigration(groups: Map<string, Record<string, unknown>>): void {
+  stub.registeredCommands.set(MIGRATE, async (...args: unknown[]) => {
+    const { vendor, name, ...properties } = args[0] as { vendor: string; name: string };
+    if (groups.has(name)) throw new Error(`Language model group with name ${name} already exists for vendor ${vendor}`);
+    const provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+    const { settings: _settings, ...configuration } = properties as Record<string, unknown>;
+    await provider.provideLanguageModelChatInformation({ silent: false, configuration }, token());
+    groups.set(name, properties);
+  });
+}
+
+test('upgrade: the Thinking Effort choices VS Code kept in a keyless group go into the group the key moves to', async () => {
+  // A profile as the release before groups leaves it: <profile>/globalStorage/<extension> is ours,
+  // <profile>/chatLanguageModels.json holds the keyless group VS Code made when the user picked High.
+  const profile = storage();
+  const dir = path.join(profile, 'globalStorage', 'vercel.vercel-ai-gateway-lm');
+  fs.mkdirSync(dir, { recursive: true });
+  const keyless = { name: 'Vercel AI Gateway', vendor: 'vercel-ai-gateway', settings: { 'fake/reasoning': { reasoningEffort: 'high' } } };
+  const other = { name: 'Other', vendor: 'someone-else', settings: { 'x/y': { reasoningEffort: 'low' } } };
+  fs.writeFileSync(path.join(profile, 'chatLanguageModels.json'), JSON.stringify([keyless, other], undefined, '\t'));
+  const secrets = new stub.SecretStorage();
+  await secrets.store(SECRET, MINE);
+  const groups = new Map<string, Record<string, unknown>>([[keyless.name, { settings: keyless.settings }]]);
+  hostMigration(groups);
+  let window: Window | undefined;
+  try {
+    window = await openWindow(dir, secrets);
+    for (const deadline = Date.now() + 5000; groups.size < 2 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(
+      groups.get('Vercel AI Gateway 2'),
+      { apiKey: MINE, settings: { 'fake/reasoning': { reasoningEffort: 'high' } } },
+      'the key and the choice, in one group',
+    );
+    assert.equal(secrets.values.has(SECRET), false, 'moved: our copy of the key is gone');
+    const listed = await window.list({ apiKey: MINE });
+    assert.ok(
+      listed.some((m) => m.id === 'fake/reasoning'),
+      'the model the choice is for is listed by that group',
+    );
+    const advice = window.log.lines.find((line) => line.includes('Thinking Effort choices of 1 model(s) were copied'));
+    assert.ok(advice, window.log.lines.join('\n'));
+    assert.match(advice, /Delete 'Vercel AI Gateway' in the Language Models editor/);
+    assert.ok(!window.log.lines.some((line) => line.includes(MINE)), 'no key in the log');
+  } finally {
+    stub.registeredCommands.delete(MIGRATE);
+    window?.close();
+  }
+});
+
+test('upgrade: a chatLanguageModels.json that is not what VS Code writes carries nothing and costs nothing', async () => {
+  const profile = storage();
+  const dir = path.join(profile, 'globalStorage', 'ext');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(profile, 'chatLanguageModels.json'), '[{"name": "Vercel AI Gateway", // a comment\n');
+  const secrets = new stub.SecretStorage();
+  await secrets.store(SECRET, MINE);
+  const groups = new Map<string, Record<string, unknown>>([['Vercel AI Gateway', {}]]);
+  hostMigration(groups);
+  let window: Window | undefined;
+  try {
+    window = await openWindow(dir, secrets);
+    for (const deadline = Date.now() + 5000; groups.size < 2 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(groups.get('Vercel AI Gateway 2'), { apiKey: MINE }, 'the key moved all the same');
+    assert.ok(window.log.lines.some((line) => line.includes("'Vercel AI Gateway' was there already") && line.includes('pick them again')));
+  } finally {
+    stub.registeredCommands.delete(MIGRATE);
+    window?.close();
+  }
+});
