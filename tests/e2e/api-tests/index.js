@@ -258,6 +258,34 @@ test('a model kept from a deleted group is refused, and its key is never sent ag
   assert.deepEqual((await gatewayLog()).slice(from).map((e) => e.authorization), [], 'nothing reached the gateway');
 });
 
+// The upgrade's move of a stored key (rfcs/0007, "Upgrade from the release before groups"): VS Code's
+// own migration, given the Thinking Effort choices of the keyless group beside the key, keeps them
+// in the new group, and they reach the provider with that group's requests (vscode.lm's requests
+// carry a model's configuration as Copilot's do).
+test("the upgrade's migration keeps the Thinking Effort choices given with the key", async () => {
+  const apiKey = 'vck_migrated-0123456789';
+  await vscode.commands.executeCommand('lm.migrateLanguageModelsProviderGroup', {
+    vendor: VENDOR,
+    name: 'Migrated',
+    apiKey,
+    settings: { 'fake/reasoning': { reasoningEffort: 'high' } },
+  });
+  const from = (await gatewayLog()).length;
+  for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 500))) {
+    const found = await vscode.lm.selectChatModels({ vendor: VENDOR, id: 'fake/reasoning' });
+    for (const m of found) await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] hi')], {}, token()));
+    const sent = (await gatewayLog()).slice(from).filter((e) => e.body?.model === 'fake/reasoning');
+    const migrated = sent.filter((e) => e.authorization === `Bearer ${apiKey}`);
+    if (migrated.length) {
+      assert.deepEqual(migrated.map((e) => e.body.reasoning?.effort), ['high'], 'the choice, with the key it moved with');
+      const others = sent.filter((e) => e.authorization !== `Bearer ${apiKey}`);
+      assert.ok(others.length > 0 && others.every((e) => e.body.reasoning?.effort !== 'high'), 'and only on that group');
+      return;
+    }
+    if (Date.now() > deadline) throw new Error(`the migrated group was never listed: ${sent.length} requests`);
+  }
+}, 120_000);
+
 exports.run = async function run() {
   let failed = 0;
   for (const t of tests) {
