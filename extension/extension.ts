@@ -47,6 +47,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const provider = new GatewayChatProvider(sidecar, {
     apiKey: () => keys.get(),
     onGroup: (group) => keys.listed(group),
+    groupKey: (tag) => keys.keyOf(tag),
     thinking: () => setting<ThinkingMode>('thinking') ?? 'auto',
     shown: shownPatterns,
     loadCache: () => (cache ??= loadModels(cacheFile, log)),

@@ -19,9 +19,11 @@ export interface ProviderHooks {
   /** The default key (the environment's, or one stored before provider groups): the key of the list
    * VS Code asks for without a group. */
   apiKey(): Promise<string | undefined>;
-  /** VS Code listed a provider group's models (extension/keys.ts keeps its key for redaction and
-   * the migration of a stored key). */
+  /** VS Code listed a provider group's models (extension/keys.ts keeps its key: for the group's
+   * requests, for redaction and for the migration of a stored key). */
   onGroup?(group: Group): void;
+  /** The key of the provider group tagged `tag`, as VS Code last listed it (extension/keys.ts). */
+  groupKey?(tag: string): string | undefined;
   thinking(): ThinkingMode;
   /** The ids and glob patterns of `picker.models` (extension/curate.ts); none: every model is offered. */
   shown?(): readonly string[];
@@ -58,7 +60,6 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   private streaming = 0; // chats under way: background counting waits for them
   private windowTimer: NodeJS.Timeout | undefined;
   readonly approvals = new Approvals();
-  private readonly groupKeys = new Map<string, string>(); // a group's tag → its key, as VS Code last resolved it
 
   constructor(
     private readonly rpc: Rpc,
@@ -86,10 +87,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       this.hooks.log.info('A Vercel AI Gateway provider group has no API key: Update API Key on it in the Language Models editor lists its models.');
       return [];
     }
-    if (group) {
-      this.groupKeys.set(group.tag, group.key);
-      this.hooks.onGroup?.(group);
-    } else if (!(await this.hooks.apiKey())) {
+    if (group) this.hooks.onGroup?.(group);
+    else if (!(await this.hooks.apiKey())) {
       return []; // no default key: keys live in provider groups (Add Models in the Language Models editor)
     }
     if (this.models.length === 0) this.adopt(await this.hooks.loadCache());
@@ -194,7 +193,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     // A group's model goes out with that group's key and no other: one VS Code no longer lists (the
     // group was deleted in another window) is refused by the sidecar (errors.group_without_key).
     const group = (model as ChatInformation).group;
-    const apiKey = typeof group === 'string' ? this.groupKeys.get(group) : await this.hooks.apiKey();
+    const apiKey = typeof group === 'string' ? this.hooks.groupKey?.(group) : await this.hooks.apiKey();
     const subscription = this.rpc.onParts(requestId, (parts) => reportParts(parts, thinking, progress));
     const params: ChatParams = {
       requestId,
