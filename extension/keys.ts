@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { GROUP_NAME, HOST_COMMANDS, SECRET_API_KEY, VENDOR } from './config';
+import { isRecord } from './saved';
 
 /** A provider group as the provider is asked for its models: its key, and the tag that names it on
  * the wire and in usage records (a hash of the key, never the key). */
@@ -167,10 +168,6 @@ export async function keylessChoices(file: string, log: Pick<vscode.LogOutputCha
     }
   }
   return { names, settings };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** What the user does about the keyless group left behind: VS Code keeps a later choice for a model

@@ -144,6 +144,7 @@ function isBoolean(value: unknown): boolean {
   return typeof value === 'boolean';
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+/** A JSON object (not null, not an array), as a file read back may or may not hold. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
