@@ -415,6 +415,7 @@ export const ERROR_KINDS: readonly ErrorKind[] = [
 ];
 
 /** server/gateway_lm/contract.py's CONSTANTS: the sidecar's bounds and secret words, applied here too. */
+export const GROUP_PATTERN = '^[A-Za-z0-9_-]+$';
 export const MAX_GROUP = 64;
 export const MAX_ID = 200;
 export const MAX_MODEL_ID = 200;

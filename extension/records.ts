@@ -1,7 +1,7 @@
 // The sidecar's spend data, checked as it arrives: a record or an error's data that is not the
 // seam's shape is dropped (the caller says so once) rather than drawn or summed. No vscode import:
 // the dashboard's code shares extension/shared/dashboardData.ts, which builds on these.
-import { MAX_GROUP, MAX_ID, MAX_MODEL_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD } from './contract';
+import { GROUP_PATTERN, MAX_GROUP, MAX_ID, MAX_MODEL_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD } from './contract';
 import type { Credits, ErrorKind, SpendScope, UsageRecord } from './contract';
 
 /** The fields a `spend_limit` error's `data` carries beside `kind` and `status` (optional in
@@ -23,7 +23,8 @@ const isCost = (value: unknown): value is number => isAmount(value) && value <= 
 /** A bounded string: a record is drawn and exported, so a megabyte of model name is not one. */
 const isText = (value: unknown, max: number): value is string => typeof value === 'string' && value.length > 0 && value.length <= max;
 /** A provider group's tag (messages.GroupId): it is drawn in the dashboard and the CSV. */
-const isGroup = (value: unknown): value is string => isText(value, MAX_GROUP) && /^[A-Za-z0-9_-]+$/.test(value);
+const GROUP = new RegExp(GROUP_PATTERN);
+const isGroup = (value: unknown): value is string => isText(value, MAX_GROUP) && GROUP.test(value);
 
 /** One UsageRecord, or undefined when any field is not what the seam says. */
 export function parseUsageRecord(value: unknown): UsageRecord | undefined {

@@ -20,7 +20,7 @@ from pydantic_core import core_schema
 from typing_extensions import TypeAliasType, TypedDict
 
 from .errors import ErrorData
-from .messages import MAX_GROUP, MAX_MODEL_ID, FinishReason, PartOut, UsagePart
+from .messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, FinishReason, PartOut, UsagePart
 from .options import SECRET_WORDS
 from .picker import ModelEntry
 from .rpc.params import ChatParams, ConfigureParams, CountParams, KeyParams, UsageParams
@@ -88,6 +88,7 @@ NOTIFICATIONS: dict[str, Any] = {
 # the words that mark a secret's name in a model's extraBody, and each setting's VS Code id. In the
 # schema as `x-constants`; generated into extension/contract.ts as `export const`s.
 CONSTANTS: dict[str, Any] = {
+    "GROUP_PATTERN": GROUP_PATTERN,
     "MAX_GROUP": MAX_GROUP,
     "MAX_ID": MAX_ID,
     "MAX_MODEL_ID": MAX_MODEL_ID,

@@ -171,7 +171,8 @@ ModelId = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_ID)]
 # extension's tag of the group's key (hex of its hash, never the key), kept on each request and usage
 # record; None is the default key (the environment's, or one stored before groups existed).
 MAX_GROUP = 64
-GroupId = Annotated[str, Field(min_length=1, max_length=MAX_GROUP, pattern=r"^[A-Za-z0-9_-]+$")]
+GROUP_PATTERN = r"^[A-Za-z0-9_-]+$"
+GroupId = Annotated[str, Field(min_length=1, max_length=MAX_GROUP, pattern=GROUP_PATTERN)]
 
 
 class ChatRequest(BaseModel):

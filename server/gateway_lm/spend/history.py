@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import logging
 import math
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from ..messages import MAX_GROUP, MAX_MODEL_ID, GroupId, ModelId
+from ..messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, GroupId, ModelId
 from ..usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
 
 log = logging.getLogger(__name__)
@@ -255,12 +256,7 @@ def _text(value: Any, most: int) -> str:
 
 def _group(value: Any) -> str | None:
     """A group tag as messages.GroupId allows; anything else reads as the default key's."""
-    if (
-        isinstance(value, str)
-        and 0 < len(value) <= MAX_GROUP
-        and value.replace("-", "").replace("_", "").isalnum()
-        and value.isascii()
-    ):
+    if isinstance(value, str) and len(value) <= MAX_GROUP and re.fullmatch(GROUP_PATTERN, value):
         return value
     return None
 
