@@ -5,8 +5,8 @@
 // the chat, most of what the sidecar adds to the first part (rfcs/0005-performance.md). `take` sees
 // each message first and keeps those it handles (the router's `gateway/parts`); the rest go to the
 // connection as before.
-import type { Readable } from 'node:stream';
-import { AbstractMessageReader, DataCallback, Disposable, Message } from 'vscode-languageclient/node';
+import type { Readable, Writable } from 'node:stream';
+import { AbstractMessageReader, AbstractMessageWriter, DataCallback, Disposable, Message, MessageWriter } from 'vscode-languageclient/node';
 
 const HEADER_END = Buffer.from('\r\n\r\n', 'latin1');
 const CONTENT_LENGTH = Buffer.from('Content-Length: ', 'latin1');
@@ -137,4 +137,50 @@ function contentLength(headers: string): number | string {
     if (!(length <= MAX_MESSAGE)) return `a Content-Length that is not a length up to ${MAX_MESSAGE} (${JSON.stringify(value.slice(0, 20))})`;
   }
   return length ?? 'a header without a Content-Length';
+}
+
+/** The sidecar's stdin, as vscode-jsonrpc's StreamMessageWriter writes it (`Content-Length`, a blank
+ * line, UTF-8 JSON), but each message in one write, in the same turn it is sent. vscode-jsonrpc's
+ * writer queues each message behind a setImmediate (its semaphore) and then writes the header and
+ * the body as two writes with an await between them, so nothing else could be written to the same
+ * pipe safely. Here every message is one write, in the order `send` is called: the connection's
+ * messages and the counts sent past it (direct.ts) share the pipe. */
+export class FrameWriter extends AbstractMessageWriter implements MessageWriter {
+  private errors = 0;
+
+  constructor(private readonly stream: Writable) {
+    super();
+    stream.on('error', (error: Error) => this.fireError(error));
+    stream.on('close', () => this.fireClose());
+  }
+
+  /** As MessageWriter: the connection's messages. A failed write is told, counted, as vscode-jsonrpc
+   * tells it (the session tolerates a few). */
+  write(message: Message): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.send(message, (error) => {
+        if (!error) return resolve();
+        this.errors++;
+        this.fireError(error, message, this.errors);
+        reject(error);
+      }),
+    );
+  }
+
+  /** Writes one message now; `written` is told once the stream has taken it, or why it could not. */
+  send(message: object, written?: (error: Error | null | undefined) => void): void {
+    const body = Buffer.from(JSON.stringify(message), 'utf8');
+    const frame = Buffer.allocUnsafe(body.length + 32);
+    const head = frame.write(`Content-Length: ${body.length}\r\n\r\n`, 'latin1');
+    body.copy(frame, head);
+    if (this.stream.destroyed || !this.stream.writable) {
+      written?.(new Error('the sidecar\'s input is closed'));
+      return;
+    }
+    this.stream.write(frame.subarray(0, head + body.length), written);
+  }
+
+  end(): void {
+    this.stream.end();
+  }
 }

@@ -20,12 +20,12 @@ import {
   MessageTransports,
   RevealOutputChannelOn,
   State,
-  StreamMessageWriter,
 } from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
 import { CLIENT_ID } from '../config';
 import { GatewayChatError, isCancellation } from '../errors';
-import { FrameReader } from './frames';
+import { DirectRequests } from './direct';
+import { FrameReader, FrameWriter } from './frames';
 import type { Method, Params, Result } from './rpc';
 
 export interface SessionOptions {
@@ -46,6 +46,9 @@ export interface SessionOptions {
 }
 
 const RESTART_WINDOW_MS = 3 * 60_000;
+/** Sent past the client (direct.ts): a token count, which Copilot awaits one at a time, thousands per
+ * turn. Sent without a cancellation token only: its `$/cancelRequest` is the client's. */
+const DIRECT: ReadonlySet<string> = new Set<Method>(['gateway/countTokens']);
 const NAME = 'The Vercel AI Gateway sidecar';
 const LOGS = "run 'Vercel AI Gateway: Show Logs'";
 /** What to do after a start failed; the notification carries these two as buttons (connection.ts). */
@@ -79,6 +82,7 @@ export class SidecarSession {
   private stopped: Promise<void> | undefined;
   private hasRun = false;
   private lastExit: string | undefined; // how the last process ended, for the start failure message
+  private direct: DirectRequests | undefined; // of the process spawned last
 
   constructor(private readonly options: SessionOptions) {
     this.client = new SidecarClient(CLIENT_ID, 'Vercel AI Gateway sidecar', () => this.spawn(), {
@@ -114,6 +118,13 @@ export class SidecarSession {
 
   async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
     if (this.ended) throw this.ended;
+    if (!token && DIRECT.has(method) && this.direct && this.client.state === State.Running) {
+      try {
+        return (await this.untilEnd(this.direct.request(method, params as object))) as Result<M>;
+      } catch (error) {
+        throw this.explain(error);
+      }
+    }
     // An explicit `undefined` token would turn the params into a positional array.
     const sent = token ? this.client.sendRequest<Result<M>>(method, params, token) : this.client.sendRequest<Result<M>>(method, params);
     try {
@@ -221,8 +232,11 @@ export class SidecarSession {
     const child = await this.spawnProcess();
     this.client.outputChannel.info(`Starting the sidecar: ${this.options.python} (pid ${child.pid}).`);
     readline.createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (line) => this.client.outputChannel.error(line));
-    const take = (message: Message) => this.logged(message) || this.options.take(message);
-    return { reader: new FrameReader(child.stdout!, take), writer: new StreamMessageWriter(child.stdin!), detached: false };
+    const writer = new FrameWriter(child.stdin!);
+    const direct = (this.direct = new DirectRequests(writer));
+    child.stdout!.once('close', () => direct.close());
+    const take = (message: Message) => direct.take(message) || this.logged(message) || this.options.take(message);
+    return { reader: new FrameReader(child.stdout!, take), writer, detached: false };
   }
 
   /** The sidecar's log lines (`window/logMessage`), logged at their level: the client would pass

@@ -115,6 +115,59 @@ test('the real sidecar answers; Restart Server stops it for sure and the new one
   assert.equal(alive(pids()[1]), true);
 });
 
+// Counts go past vscode-languageclient (extension/sidecar/direct.ts); each must still find its own
+// request, fail when the process dies, and carry the sidecar's errors as the client would.
+const countOf = (connection: SidecarConnection, text: string) => connection.request('gateway/countTokens', { model: 'm', texts: [text] });
+
+test('counts answered out of order, in one read with parts and a log line: each count gets its own answer, the parts are shown', { timeout: 15_000 }, async () => {
+  const connection = connect('counts');
+  const parts: unknown[] = [];
+  connection.onParts('r1', (p) => parts.push(...p));
+  assert.deepEqual(await countOf(connection, 'alone'), { counts: [5] });
+  const [a, b] = await Promise.all([countOf(connection, 'aaa'), countOf(connection, 'bbbbbbb')]);
+  assert.deepEqual([a, b], [{ counts: [3] }, { counts: [7] }]);
+  assert.deepEqual(parts, [{ type: 'text', value: 'între' }]);
+  assert.ok(log.lines.some((line) => line.includes('between the answers')), 'the log line between the answers is logged');
+  assert.deepEqual(await echo(connection), { method: 'gateway/configure' }, 'the client connection still answers');
+});
+
+test('a count in flight when the sidecar dies fails at once with what happened; the restarted sidecar answers the next', { timeout: 15_000 }, async () => {
+  const connection = connect('counts');
+  assert.deepEqual(await countOf(connection, 'alone'), { counts: [5] });
+  const waiting = countOf(connection, 'held'); // waits in the sidecar for a second count
+  await fails(countOf(connection, 'crash'), /stopped while answering and is being restarted/);
+  await fails(waiting, /stopped while answering and is being restarted/);
+  await until(() => pids().length === 2, 'the client restarts the sidecar', 5000);
+  assert.deepEqual(await countOf(connection, 'alone again'), { counts: [11] });
+});
+
+test('a count answered with an error that is not JSON-RPC fails with a message that says so', { timeout: 15_000 }, async () => {
+  const connection = connect('counts');
+  const error = await countOf(connection, 'malformed').then(
+    () => assert.fail('the count succeeded'),
+    (e: unknown) => e as Error,
+  );
+  assert.match(error.message, /answered with an error that is not a JSON-RPC error/);
+  assert.deepEqual(await countOf(connection, 'alone'), { counts: [5] });
+});
+
+test('the real sidecar: a bad count gets its clear invalid-params error, and the next count is exact', { timeout: 40_000 }, async () => {
+  const connection = connect('real', { ...LIMITS, startTimeoutMs: 30_000 });
+  const count = (params: unknown) => connection.request('gateway/countTokens', params as { model: string; texts: string[] });
+  assert.deepEqual(await count({ model: 'openai/gpt-5', texts: ['hello world'] }), { counts: [2] });
+  for (const bad of [{ model: 'openai/gpt-5', texts: 'hello' }, { model: 'x'.repeat(100_000), texts: ['hello'] }, { texts: [{ role: 9 }] }]) {
+    const error = await count(bad).then(
+      () => assert.fail(`${JSON.stringify(bad).slice(0, 60)} was counted`),
+      (e: unknown) => e as { code?: unknown; message: string; data?: { kind?: unknown } },
+    );
+    assert.equal(error.code, -32602);
+    assert.equal(error.data?.kind, 'bad_request');
+    assert.match(error.message, /^Invalid parameters: (texts|model)/);
+    assert.doesNotMatch(error.message, /Traceback|File "/);
+  }
+  assert.deepEqual(await count({ model: 'openai/gpt-5', texts: ['hello world', 'hello'] }), { counts: [2, 1] });
+});
+
 test('a request after the window closed (a credits refresh after a chat) starts no new sidecar', async () => {
   const connection = connect('echo');
   assert.deepEqual(await echo(connection), { method: 'gateway/configure' });
