@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { createMessageConnection, Message, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import { FrameReader, MAX_MESSAGE } from '../../extension/sidecar/frames';
+import { FrameReader, FrameWriter, MAX_MESSAGE } from '../../extension/sidecar/frames';
 import { PartsRouter } from '../../extension/sidecar/rpc';
 
 function frame(message: object, headers = ''): Buffer {
@@ -150,4 +150,34 @@ test('over a real vscode-jsonrpc connection: parts of a request are shown before
   ]);
   extension.dispose();
   sidecar.dispose();
+});
+
+test('the writer: each message is one write of its whole frame, in the order sent, read back as vscode-jsonrpc reads it', async () => {
+  const stream = new PassThrough();
+  const writes: Buffer[] = [];
+  const write = stream.write.bind(stream);
+  stream.write = ((chunk: Buffer, ...rest: never[]) => (writes.push(Buffer.from(chunk)), write(chunk, ...rest))) as typeof stream.write;
+  const writer = new FrameWriter(stream);
+  const read: Message[] = [];
+  new StreamMessageReader(stream).listen((m) => read.push(m));
+  // A message sent past the connection (direct.ts) between two of the connection's keeps its place.
+  const connection = writer.write(MESSAGES[0] as Message);
+  writer.send(MESSAGES[1]);
+  await Promise.all([connection, writer.write(MESSAGES[2] as Message)]);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(read, MESSAGES);
+  assert.deepEqual(writes.map((w) => w.toString('utf8')), MESSAGES.map((m) => frame(m).toString('utf8')));
+});
+
+test('the writer: a write to a closed input fails, is told with a count as vscode-jsonrpc tells it, and is not a throw', async () => {
+  const stream = new PassThrough();
+  const writer = new FrameWriter(stream);
+  const told: (number | undefined)[] = [];
+  writer.onError(([, , count]) => told.push(count));
+  stream.destroy();
+  await assert.rejects(writer.write(MESSAGES[0] as Message), /input is closed/);
+  await assert.rejects(writer.write(MESSAGES[0] as Message), /input is closed/);
+  assert.deepEqual(told, [1, 2]);
+  const failed = await new Promise<Error | null | undefined>((resolve) => writer.send(MESSAGES[1], resolve));
+  assert.match(String(failed?.message), /input is closed/);
 });
