@@ -174,7 +174,7 @@ export class FrameWriter extends AbstractMessageWriter implements MessageWriter 
     const head = frame.write(`Content-Length: ${body.length}\r\n\r\n`, 'latin1');
     body.copy(frame, head);
     if (this.stream.destroyed || !this.stream.writable) {
-      written?.(new Error('the sidecar\'s input is closed'));
+      written?.(new Error("the sidecar's input is closed"));
       return;
     }
     this.stream.write(frame.subarray(0, head + body.length), written);

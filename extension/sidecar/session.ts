@@ -120,7 +120,7 @@ export class SidecarSession {
     if (this.ended) throw this.ended;
     if (!token && DIRECT.has(method) && this.direct && this.client.state === State.Running) {
       try {
-        return (await this.untilEnd(this.direct.request(method, params as object))) as Result<M>;
+        return (await this.untilEnd(this.direct.request(method, params))) as Result<M>;
       } catch (error) {
         throw this.explain(error);
       }

@@ -161,12 +161,15 @@ test('the writer: each message is one write of its whole frame, in the order sen
   const read: Message[] = [];
   new StreamMessageReader(stream).listen((m) => read.push(m));
   // A message sent past the connection (direct.ts) between two of the connection's keeps its place.
-  const connection = writer.write(MESSAGES[0] as Message);
+  const connection = writer.write(MESSAGES[0]);
   writer.send(MESSAGES[1]);
-  await Promise.all([connection, writer.write(MESSAGES[2] as Message)]);
+  await Promise.all([connection, writer.write(MESSAGES[2])]);
   await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(read, MESSAGES);
-  assert.deepEqual(writes.map((w) => w.toString('utf8')), MESSAGES.map((m) => frame(m).toString('utf8')));
+  assert.deepEqual(
+    writes.map((w) => w.toString('utf8')),
+    MESSAGES.map((m) => frame(m).toString('utf8')),
+  );
 });
 
 test('the writer: a write to a closed input fails, is told with a count as vscode-jsonrpc tells it, and is not a throw', async () => {
@@ -175,8 +178,8 @@ test('the writer: a write to a closed input fails, is told with a count as vscod
   const told: (number | undefined)[] = [];
   writer.onError(([, , count]) => told.push(count));
   stream.destroy();
-  await assert.rejects(writer.write(MESSAGES[0] as Message), /input is closed/);
-  await assert.rejects(writer.write(MESSAGES[0] as Message), /input is closed/);
+  await assert.rejects(writer.write(MESSAGES[0]), /input is closed/);
+  await assert.rejects(writer.write(MESSAGES[0]), /input is closed/);
   assert.deepEqual(told, [1, 2]);
   const failed = await new Promise<Error | null | undefined>((resolve) => writer.send(MESSAGES[1], resolve));
   assert.match(String(failed?.message), /input is closed/);

@@ -119,17 +119,24 @@ test('the real sidecar answers; Restart Server stops it for sure and the new one
 // request, fail when the process dies, and carry the sidecar's errors as the client would.
 const countOf = (connection: SidecarConnection, text: string) => connection.request('gateway/countTokens', { model: 'm', texts: [text] });
 
-test('counts answered out of order, in one read with parts and a log line: each count gets its own answer, the parts are shown', { timeout: 15_000 }, async () => {
-  const connection = connect('counts');
-  const parts: unknown[] = [];
-  connection.onParts('r1', (p) => parts.push(...p));
-  assert.deepEqual(await countOf(connection, 'alone'), { counts: [5] });
-  const [a, b] = await Promise.all([countOf(connection, 'aaa'), countOf(connection, 'bbbbbbb')]);
-  assert.deepEqual([a, b], [{ counts: [3] }, { counts: [7] }]);
-  assert.deepEqual(parts, [{ type: 'text', value: 'între' }]);
-  assert.ok(log.lines.some((line) => line.includes('between the answers')), 'the log line between the answers is logged');
-  assert.deepEqual(await echo(connection), { method: 'gateway/configure' }, 'the client connection still answers');
-});
+test(
+  'counts answered out of order, in one read with parts and a log line: each count gets its own answer, the parts are shown',
+  { timeout: 15_000 },
+  async () => {
+    const connection = connect('counts');
+    const parts: unknown[] = [];
+    connection.onParts('r1', (p) => parts.push(...p));
+    assert.deepEqual(await countOf(connection, 'alone'), { counts: [5] });
+    const [a, b] = await Promise.all([countOf(connection, 'aaa'), countOf(connection, 'bbbbbbb')]);
+    assert.deepEqual([a, b], [{ counts: [3] }, { counts: [7] }]);
+    assert.deepEqual(parts, [{ type: 'text', value: 'între' }]);
+    assert.ok(
+      log.lines.some((line) => line.includes('between the answers')),
+      'the log line between the answers is logged',
+    );
+    assert.deepEqual(await echo(connection), { method: 'gateway/configure' }, 'the client connection still answers');
+  },
+);
 
 test('a count in flight when the sidecar dies fails at once with what happened; the restarted sidecar answers the next', { timeout: 15_000 }, async () => {
   const connection = connect('counts');
