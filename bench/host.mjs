@@ -6,6 +6,8 @@ import Module from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
@@ -27,6 +29,11 @@ export const vscode = require('vscode');
 process.env.AI_GATEWAY_LM_PYTHON = PYTHON;
 delete process.env.AI_GATEWAY_API_KEY;
 const bundle = require(path.join(ROOT, 'dist/extension.js'));
+
+v8.setFlagsFromString('--expose-gc');
+/** V8's collector: `gc()` a full collection (the soak samples memory after one: what is kept, not what
+ * is pending), `gc({ type: 'minor' })` a scavenge of the young generation only. */
+export const gc = vm.runInNewContext('gc');
 
 export const median = (xs) => percentile(xs, 50);
 export function percentile(xs, p) {

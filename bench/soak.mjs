@@ -9,8 +9,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as v8 from 'node:v8';
-import * as vm from 'node:vm';
-import { activate, median, model, PYTHON, rssMb, sidecarPids, storageDir, vscode } from './host.mjs';
+import { activate, gc, median, model, PYTHON, rssMb, sidecarPids, storageDir, vscode } from './host.mjs';
 
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
 const COUNTS = process.env.SOAK_COUNTS !== '0';
@@ -25,9 +24,6 @@ const TURN_TARGET_MS = (IDLE_TIMEOUT_S + 3) * 1000; // a stall ends at idleTimeo
 const SIDECAR_WARM = 65; // turns after a (re)start before its memory counts as the start's
 // What a user must never see: the client library's wording, JSON-RPC codes, a stack.
 const LIBRARY = /-32\d{3}|couldn't create connection|Client is not running|Pending response rejected|Code: -\d|\n\s+at /;
-
-v8.setFlagsFromString('--expose-gc');
-const gc = vm.runInNewContext('gc'); // memory is sampled after a full collection: what is kept, not what is pending
 
 const SETTINGS = {
   'vercelAiGateway.idleTimeout': IDLE_TIMEOUT_S,

@@ -21,6 +21,9 @@ import { Dashboard } from './dashboard';
 import { chooseModels, shownPatterns } from './curate';
 import type { ThinkingMode } from './wire';
 
+/** The last counts' saves of the windows activated in this host (one, in VS Code). */
+const finalSaves = new Set<() => Promise<void>>();
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel('Vercel AI Gateway', { log: true });
   const status = new StatusBar();
@@ -74,6 +77,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const saveCounts = () =>
     saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
   const saver = setInterval(() => void saveCounts(), 10_000);
+  // The last save runs once, at deactivate() (whose promise VS Code awaits at shutdown; a disposable's
+  // it does not) or at disposal, whichever comes first.
+  let lastSave: Promise<void> | undefined;
+  const saveLast = (): Promise<void> => (lastSave ??= (clearInterval(saver), finalSaves.delete(saveLast), saveCounts()));
+  finalSaves.add(saveLast);
   // The user asked for a new start (Retry, Restart Server, another interpreter): its outcome is shown
   // even when it is the failure shown before, and a model list that failed is fetched again.
   const restart = async () => {
@@ -92,7 +100,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     sidecar,
     vscode.lm.registerLanguageModelChatProvider(VENDOR, provider),
     provider,
-    { dispose: () => (clearInterval(saver), void saveCounts()) },
+    { dispose: () => void saveLast() },
     keys.onDidChange(() => provider.notifyChanged()),
     vscode.commands.registerCommand(COMMANDS.manage, () => keys.manage()),
     vscode.commands.registerCommand(COMMANDS.refreshModels, () => provider.refresh()),
@@ -123,7 +131,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
 }
 
-export function deactivate(): void {}
+export async function deactivate(): Promise<void> {
+  await Promise.all([...finalSaves].map((save) => save()));
+}
 
 /** A restart the user sees: progress while the new sidecar starts (up to its start bound), then
  * that it restarted, or the failure's one error notification (shown by the connection). */

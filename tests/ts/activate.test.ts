@@ -11,7 +11,7 @@ import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { bundleGateway } from './real';
-import { activate } from '../../extension/extension';
+import { activate, deactivate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import type { GatewayChatProvider } from '../../extension/provider';
 import { checkCounts } from '../../extension/saved';
@@ -176,6 +176,24 @@ test("two windows on one storage folder: each saves its counts, and neither lose
   second.close();
   const saved = await savedCounts(dir, hashed('only the second window counted this'));
   assert.equal(saved[hashed('only the first window counted this')], firstCount, "the first window's count survived the second window's save");
+});
+
+test("deactivate() resolves once the last counts are on disk: VS Code awaits it at shutdown, not a disposable's save", async () => {
+  const dir = storageWith('[]', '{}');
+  const window = await openWindow(dir);
+  try {
+    assert.ok((await count(window, 'counted just before the window closed')) > 0);
+    await deactivate();
+    const file = path.join(dir, 'token-counts.json');
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as { hashed: Record<string, number> };
+    assert.ok(hashed('counted just before the window closed') in saved.hashed, 'the count is saved when deactivate() resolves');
+    const written = fs.statSync(file).mtimeMs;
+    window.close(); // VS Code disposes the subscriptions after deactivate(): the same save, not a second one
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(fs.statSync(file).mtimeMs, written, 'disposing after deactivate() writes nothing more');
+  } finally {
+    window.close();
+  }
 });
 
 test('activation reads no tools; their strings are counted once the list is served, and again when extensions change', async () => {
