@@ -5,7 +5,6 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Tiktoken } from 'js-tiktoken/lite';
-import o200k from 'js-tiktoken/ranks/o200k_base';
 import { activate, hostCpuMs, median, model, PYTHON, ROOT, sleep, storageDir, vscode } from './host.mjs';
 
 const MODEL = 'fake/text'; // a model of the list, as Copilot only asks about those (o200k)
@@ -111,7 +110,7 @@ class InProcess {
 export async function tokenRows(gateway) {
   const { tools, messages } = workload();
   vscode.registered.tools = tools; // what vscode.lm.tools answers
-  const encoder = new Tiktoken(o200k);
+  const encoder = new Tiktoken((await import('js-tiktoken/ranks/o200k_base')).default);
   const info = model(MODEL);
   const token = new vscode.CancellationTokenSource().token;
   const ours =
