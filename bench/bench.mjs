@@ -2,7 +2,11 @@
 // provider VS Code receives, called as Copilot calls it, against a gateway that flushes one event per
 // HTTP chunk — beside in-process baselines measured in the same run. Prints one table
 // (rfcs/0005-performance.md explains each row).
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { activate, median, rssMb, startGateway, storageDir } from './host.mjs';
 import { firstStartRows } from './firststart.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
@@ -54,8 +58,26 @@ if (!only || !['tokens', 'soak', 'firststart'].includes(only)) {
 // The VSIXs as users get them, each on fresh storage (bench/firststart.mjs).
 await section('firststart', () => firstStartRows(gateway));
 // Last, on its own activation and settings (a short idleTimeout, one retry): a long session with faults.
-await section('soak', () => soakRows(gateway));
+// In a process of its own when other sections ran: they load what an extension host never holds (the
+// baseline's tokenizer ranks; parsing them raises glibc's trim threshold for the process's whole life,
+// rfcs/0005-performance.md, "What heaptrack showed"), and the soak measures the host's memory.
+await section('soak', () => (only === 'soak' ? soakRows(gateway) : soakApart()));
 
+async function soakApart() {
+  const file = path.join(storageDir(), 'soak-rows.json');
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'soak'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, BENCH_ROWS_JSON: file },
+  });
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  if (!fs.existsSync(file)) throw new Error(`the soak's process ended (${code}) without its rows`);
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+if (process.env.BENCH_ROWS_JSON) {
+  fs.writeFileSync(process.env.BENCH_ROWS_JSON, JSON.stringify(rows)); // for the process that started this one
+  process.exit(0);
+}
 const load = os.loadavg()[0].toFixed(2);
 const widths = ['metric', 'value', 'target'].map((k) => Math.max(k.length, ...rows.map((r) => String(r[k]).length)));
 const line = (r) => `| ${String(r.metric).padEnd(widths[0])} | ${String(r.value).padEnd(widths[1])} | ${String(r.target).padEnd(widths[2])} | ${r.ok} |`;
