@@ -93,6 +93,7 @@ export async function activate(dir, gateway, settings = {}, { extensionPath = RO
     context,
     pid,
     async deactivate() {
+      await bundle.deactivate(); // as VS Code shuts an extension down: deactivate(), then the disposables
       for (const d of context.subscriptions) await d.dispose?.();
       await sleep(50);
     },
