@@ -24,21 +24,27 @@ async function typingPause() {
 }
 
 /** Bytes a walk allocates: the heap's growth over it, from an emptied young generation, in a walk
- * that no collection interrupted (a collection frees what the growth would count; then it walks again). */
-let collections = 0;
-new PerformanceObserver((list) => (collections += list.getEntries().length)).observe({ entryTypes: ['gc'] });
+ * that no collection interrupted (a collection frees what the growth would count; then it walks again).
+ * The observer lives only while this measures: the soak's process imports this module too. */
 async function allocated(walk) {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    gc({ type: 'minor' });
-    await sleep(10); // the observer hears of that collection
-    const seen = collections;
-    const before = process.memoryUsage().heapUsed;
-    await walk();
-    const grown = process.memoryUsage().heapUsed - before;
-    await sleep(10);
-    if (collections === seen) return grown;
+  let collections = 0;
+  const observer = new PerformanceObserver((list) => (collections += list.getEntries().length));
+  observer.observe({ entryTypes: ['gc'] });
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      gc({ type: 'minor' });
+      await sleep(10); // the observer hears of that collection
+      const seen = collections;
+      const before = process.memoryUsage().heapUsed;
+      await walk();
+      const grown = process.memoryUsage().heapUsed - before;
+      await sleep(10);
+      if (collections === seen) return grown;
+    }
+    return NaN;
+  } finally {
+    observer.disconnect();
   }
-  return NaN;
 }
 
 function random(seed) {

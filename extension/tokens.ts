@@ -257,13 +257,13 @@ export class TokenCounter {
   restore(saved: unknown): number {
     const { value, dropped } = checkCounts(saved);
     const entries = Object.entries(value.plain);
-    const splits = entries.map(([entry]) => entry.indexOf('\u0000'));
-    // The texts as flat strings of their own: slice() of a saved key gives a string that points into
-    // the key, and a Map compares such a string with each text Copilot asks about more slowly (~0.05 ms
-    // a walk's pass over 1,200 tool strings, rfcs/0005). One JSON round trip copies them all.
-    const texts = JSON.parse(JSON.stringify(entries.map(([entry], i) => entry.slice(splits[i] + 1)))) as string[];
+    // Tokenizer and text as flat strings of their own: slice() of a saved key gives a string that
+    // points into the key, and a Map compares such a text with each text Copilot asks about more
+    // slowly (~0.05 ms a walk's pass over 1,200 tool strings, rfcs/0005). One JSON round trip copies
+    // them all.
+    const split = JSON.parse(JSON.stringify(entries.map(([entry]) => splitEntry(entry)))) as [string, string][];
     entries.forEach(([entry, count], i) => {
-      this.remember(entry.slice(0, splits[i]), texts[i], count);
+      this.remember(split[i][0], split[i][1], count);
       this.save(this.plain, entry, count, false);
     });
     for (const [digest, count] of Object.entries(value.hashed)) this.save(this.hashed, digest, count, false);
@@ -427,6 +427,12 @@ function textOf(item: string | MessageIn): string {
 
 function keyOf(model: string, text: string): string {
   return `${model}\u0000${text}`;
+}
+
+/** keyOf's parts back: tokenizer and text. */
+function splitEntry(entry: string): [string, string] {
+  const at = entry.indexOf('\u0000');
+  return [entry.slice(0, at), entry.slice(at + 1)];
 }
 
 // One-shot hashing (Node ≥ 20.12, VS Code's Electron has it) is twice as fast as a Hash object.
