@@ -60,6 +60,8 @@ export function storageDir() {
   return dir;
 }
 
+const profileSecrets = new Map(); // storage dir → its SecretStorage
+
 /** activate() of the shipped bundle, as VS Code runs it, with `settings` over the bench's; returns
  * the provider it registered. The extension's folder is the repository (the sidecar from the
  * development venv), or an unpacked VSIX (bench/firststart.mjs). */
@@ -67,7 +69,9 @@ export async function activate(dir, gateway, settings = {}, { extensionPath = RO
   vscode.settings['vercelAiGateway.baseUrl'] = `${gateway}/v1`;
   vscode.settings['vercelAiGateway.maxRetries'] = 0;
   Object.assign(vscode.settings, settings);
-  const secrets = new Map([['vercelAiGateway.apiKey', 'bench-key-0123456789']]);
+  // A restart keeps the profile's secret storage, as it keeps global storage.
+  if (!profileSecrets.has(dir)) profileSecrets.set(dir, new Map([['vercelAiGateway.apiKey', 'bench-key-0123456789']]));
+  const secrets = profileSecrets.get(dir);
   const context = {
     subscriptions: [],
     globalStorageUri: { fsPath: dir },

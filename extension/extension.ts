@@ -12,10 +12,12 @@ import { notify } from './notify';
 import { tellWorkspaceCostly } from './overrides';
 import { GatewayChatProvider } from './provider';
 import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
+import { SEALED_CHARS, SealedTexts } from './sealed';
 import { chooseInterpreter } from './sidecar/setup';
 import { redacting, SidecarConnection, sidecarSecrets } from './sidecar/connection';
 import { SmallTasks } from './smalltasks';
 import { StatusBar } from './status';
+import { PERSIST_LIMIT } from './tokens';
 import { readJson, writeJsonAtomic } from './storage';
 import { Dashboard } from './dashboard';
 import { chooseModels, shownPatterns } from './curate';
@@ -74,8 +76,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   const dropped = provider.tokens.restore(await readJson(countsFile, warn));
   if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
-  const saveCounts = () =>
-    saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`));
+  // The keychain answers off activation's path; until then a message is found by its hash.
+  const sealed = new SealedTexts(path.join(context.globalStorageUri.fsPath, 'message-counts.json'), context.secrets, PERSIST_LIMIT, warn);
+  const sealedLoaded = sealed
+    .load()
+    .then((texts) => provider.tokens.restoreMessageTexts(texts))
+    .catch((error: Error) => warn(`Could not read message-counts.json: ${error.message}`));
+  const saveCounts = async () => {
+    await Promise.all([
+      saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`)),
+      sealedLoaded
+        .then(() => sealed.save(provider.tokens.textsToSeal(SEALED_CHARS)))
+        .catch((error: Error) => warn(`Could not save message-counts.json: ${error.message}`)),
+    ]);
+  };
   const saver = setInterval(() => void saveCounts(), 10_000);
   // The last save runs once, at deactivate() (whose promise VS Code awaits at shutdown; a disposable's
   // it does not) or at disposal, whichever comes first.

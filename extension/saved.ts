@@ -10,6 +10,10 @@ export interface SavedCounts {
   hashed: Record<string, number>;
 }
 
+/** A message of one text part and its count, as message-counts.json keeps it (sealed, see sealed.ts):
+ * tokenizer (or model id, when the tokenizer is not known), the message's role, its text. */
+export type MessageText = [tokenizer: string, role: number, text: string, count: number];
+
 export interface Checked<T> {
   value: T;
   /** Entries (or whole files) that were not the right shape and were left out. */
@@ -29,9 +33,44 @@ export function checkCounts(raw: unknown): Checked<SavedCounts> {
   return { value: { plain: plain.value, hashed: hashed.value }, dropped: plain.dropped + hashed.dropped };
 }
 
+/** The opened contents of message-counts.json, checked: entries that are not a MessageText of at most
+ * `maxText` characters are dropped, and so is what goes past `maxChars` characters in all. */
+export function checkMessageTexts(raw: unknown, maxText: number, maxChars: number): Checked<MessageText[]> {
+  if (!Array.isArray(raw)) return { value: [], dropped: 1 };
+  const value: MessageText[] = [];
+  let chars = 0;
+  for (const entry of raw) {
+    if (!isMessageText(entry, maxText) || chars + entry[2].length > maxChars) continue;
+    chars += entry[2].length;
+    value.push(entry);
+  }
+  return { value, dropped: raw.length - value.length };
+}
+
+function isMessageText(entry: unknown, maxText: number): entry is MessageText {
+  if (!Array.isArray(entry) || entry.length !== 4) return false;
+  const [tokenizer, role, text, count] = entry as unknown[];
+  return (
+    typeof tokenizer === 'string' &&
+    tokenizer.length > 0 &&
+    tokenizer.length <= MAX_MODEL_ID &&
+    !tokenizer.includes('\u0000') &&
+    Number.isSafeInteger(role) &&
+    (role as number) >= 0 &&
+    (role as number) <= 16 &&
+    typeof text === 'string' &&
+    text.length <= maxText &&
+    isCount(count)
+  );
+}
+
 /** What two windows learned, together: counts are deterministic, so a union loses nothing. */
 export function mergeCounts(onDisk: SavedCounts, ours: SavedCounts): SavedCounts {
   return { plain: { ...onDisk.plain, ...ours.plain }, hashed: { ...onDisk.hashed, ...ours.hashed } };
+}
+
+function isCount(count: unknown): count is number {
+  return Number.isSafeInteger(count) && (count as number) >= 0 && (count as number) <= MAX_COUNT;
 }
 
 function checkedEntries(raw: unknown, goodKey: (key: string) => boolean): Checked<Record<string, number>> {
@@ -40,7 +79,7 @@ function checkedEntries(raw: unknown, goodKey: (key: string) => boolean): Checke
   const value: Record<string, number> = {};
   let dropped = 0;
   for (const [key, count] of Object.entries(raw)) {
-    if (goodKey(key) && Number.isSafeInteger(count) && (count as number) >= 0 && (count as number) <= MAX_COUNT) value[key] = count as number;
+    if (goodKey(key) && isCount(count)) value[key] = count;
     else dropped++;
   }
   return { value, dropped };

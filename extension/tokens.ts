@@ -5,7 +5,7 @@
 // is advertised in the same unit (rfcs/0004-token-accounting.md, "One budget unit").
 import * as crypto from 'node:crypto';
 import type { Rpc } from './sidecar/rpc';
-import { checkCounts, SavedCounts } from './saved';
+import { checkCounts, type MessageText, type SavedCounts } from './saved';
 import type { MessageIn } from './contract';
 
 interface Pending {
@@ -62,8 +62,9 @@ export class TokenCounter {
   private chars = 0;
   private plainChars = 0;
   // What is saved (token-counts.json): tool strings as `tokenizer NUL text` (public, and read back
-  // into the memo without hashing), everything else under a SHA-1 of it, so no prompt text is stored.
-  // A count is hashed once, when it is learned (after a round trip), never per save or per call.
+  // into the memo without hashing), everything else under a SHA-1 of it, so no prompt text is stored
+  // there. A count is hashed once, when it is learned (after a round trip), never per save or per call.
+  // The newest messages' texts go to message-counts.json too, sealed (textsToSeal(), sealed.ts).
   private readonly plain = new Map<string, number>();
   private readonly hashed = new Map<string, number>();
   // Messages by tokenizer → role → text of their one text part, or by object (rfcs/0004).
@@ -74,6 +75,7 @@ export class TokenCounter {
   private huge: { key: string; text: string; count: number } | undefined;
   private pending: Pending[] = [];
   private dirty = false;
+  private textsDirty = false; // a message of one text part was counted since the last textsToSeal()
 
   constructor(
     private readonly rpc: Rpc,
@@ -169,6 +171,7 @@ export class TokenCounter {
     }
     return this.ask(model, serialize()).then((count) => {
       this.hold(byText, soleText, count);
+      this.textsDirty ||= soleText.length <= PERSIST_LIMIT;
       if (digest) this.save(this.hashed, digest, count);
       return count;
     });
@@ -250,6 +253,33 @@ export class TokenCounter {
     if (!this.dirty) return undefined;
     this.dirty = false;
     return { plain: Object.fromEntries(this.plain), hashed: Object.fromEntries(this.hashed) };
+  }
+
+  /** The messages of one text part held in memory, for message-counts.json (sealed.ts): the newest of
+   * each tokenizer and role, `maxChars` characters in all, shared by their characters held. Undefined
+   * when none was counted since the last time. */
+  textsToSeal(maxChars: number): MessageText[] | undefined {
+    if (!this.textsDirty) return undefined;
+    this.textsDirty = false;
+    let total = 0;
+    for (const byRole of this.messageTexts.values()) for (const held of byRole.values()) total += held.chars;
+    const out: MessageText[] = [];
+    for (const [key, byRole] of this.messageTexts) {
+      for (const [role, held] of byRole) {
+        const texts = [...held.counts].filter(([text]) => text.length <= PERSIST_LIMIT);
+        let share = total <= maxChars ? Infinity : Math.floor((maxChars * held.chars) / total);
+        let first = texts.length;
+        while (first > 0 && texts[first - 1][0].length <= share) share -= texts[--first][0].length;
+        for (const [text, count] of texts.slice(first)) out.push([key, role, text, count]);
+      }
+    }
+    return out;
+  }
+
+  /** Holds the messages message-counts.json kept (checked there): found by their text, as any message
+   * counted in this session, without hashing one. */
+  restoreMessageTexts(texts: readonly MessageText[]): void {
+    for (const [key, role, text, count] of texts) this.hold(this.soleTexts(key, role), text, count);
   }
 
   /** Loads what snapshot() saved, checked entry by entry (see saved.ts); returns how many entries

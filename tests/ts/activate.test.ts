@@ -15,6 +15,7 @@ import { activate, deactivate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import type { GatewayChatProvider } from '../../extension/provider';
 import { checkCounts } from '../../extension/saved';
+import { SealedTexts } from '../../extension/sealed';
 import { PREFETCH_DELAY_MS, RECHECK_MS } from '../../extension/prefetch';
 
 const MODEL = 'openai/gpt-5';
@@ -27,10 +28,10 @@ interface Window {
 }
 
 /** Activates the extension the way VS Code does, in a "window" whose global storage is `storage`. */
-async function openWindow(storage: string): Promise<Window> {
+async function openWindow(storage: string, secrets = new stub.SecretStorage()): Promise<Window> {
   const context = {
     subscriptions: [] as { dispose(): unknown }[],
-    secrets: new stub.SecretStorage(),
+    secrets,
     globalStorageUri: { fsPath: storage },
   };
   await activate(context as unknown as vscode.ExtensionContext);
@@ -193,6 +194,44 @@ test("deactivate() resolves once the last counts are on disk: VS Code awaits it 
     assert.equal(fs.statSync(file).mtimeMs, written, 'disposing after deactivate() writes nothing more');
   } finally {
     window.close();
+  }
+});
+
+test('after a restart the messages come back from the sealed file, found by their text; the file holds no prompt', async () => {
+  const dir = storageWith('[]', '{}');
+  const secrets = new stub.SecretStorage();
+  const prompt = 'summarise the quarterly numbers of northwind traders for the board';
+  const message = () => ({ role: 1, name: undefined, content: [new stub.LanguageModelTextPart(prompt)] }) as unknown as vscode.LanguageModelChatMessage;
+  const countMessage = (window: Window) => window.provider.provideTokenCount({ id: MODEL } as vscode.LanguageModelChatInformation, message(), token());
+  const first = await openWindow(dir, secrets);
+  let exact: number;
+  try {
+    exact = await countMessage(first);
+    assert.ok(exact > 0);
+    await deactivate();
+  } finally {
+    first.close();
+  }
+  const file = path.join(dir, 'message-counts.json');
+  assert.ok(!fs.readFileSync(file, 'utf8').includes('northwind'), 'the prompt is not readable in the file');
+  assert.ok(!fs.readFileSync(path.join(dir, 'token-counts.json'), 'utf8').includes('northwind'));
+  // The sealed count made different from the hashed one, to see which the restarted window answers.
+  const saved = await new SealedTexts(file, secrets, 1 << 16, () => undefined).load();
+  assert.deepEqual(
+    saved.map(([, role, text, count]) => [role, text, count]),
+    [[1, prompt, exact]],
+  );
+  await new SealedTexts(file, secrets, 1 << 16, () => undefined).save(saved.map(([key, role, text]) => [key, role, text, 777]));
+  const second = await openWindow(dir, secrets);
+  try {
+    let answered = await countMessage(second);
+    for (const deadline = Date.now() + 5000; answered !== 777 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+      answered = await countMessage(second);
+    }
+    assert.equal(answered, 777, 'found in the sealed file (the hashed count is the exact one)');
+    assert.deepEqual(warnings(second, 'message-counts.json'), []);
+  } finally {
+    second.close();
   }
 });
 

@@ -267,3 +267,51 @@ test('the memo and the saved tool strings are bounded by their characters, not o
   assert.ok(chars <= MEMO_CHARS, `${chars} characters of tool strings saved`);
   assert.equal(saved.plain[`m\u0000${text(399, 60_000)}`], 60_004, 'the latest are saved');
 });
+
+/** A message of one text part, as Copilot builds it afresh for every call. */
+function said(role: number, text: string): vscode.LanguageModelChatMessage {
+  return { role, name: undefined, content: [new stub.LanguageModelTextPart(text)] };
+}
+
+test('the messages of one text part go to the sealed file, the newest of each role first, and come back found by text', async () => {
+  const { rpc, calls } = countingRpc();
+  const provider = countingProvider(rpc, () => []);
+  const model = { id: 'm' } as vscode.LanguageModelChatInformation;
+  const token = new stub.CancellationTokenSource().token;
+  const texts = Array.from({ length: 6 }, (_, i) => `message ${i} ${'w '.repeat(40 * (i + 1))}`);
+  for (const [i, text] of texts.entries()) await provider.provideTokenCount(model, said(i % 2 ? 2 : 1, text), token);
+  await provider.provideTokenCount(model, toolResult(1), token); // not one text part: hashed only
+  const all = provider.tokens.textsToSeal(1 << 20)!;
+  assert.deepEqual(
+    all.map(([key, role, text, count]) => [key, role, texts.indexOf(text), count]),
+    [
+      ['m', 1, 0, 99],
+      ['m', 1, 2, 99],
+      ['m', 1, 4, 99],
+      ['m', 2, 1, 99],
+      ['m', 2, 3, 99],
+      ['m', 2, 5, 99],
+    ],
+    'every message of one text part, with its tokenizer (here the model: its tokenizer is not known), role and count',
+  );
+  assert.equal(provider.tokens.textsToSeal(1 << 20), undefined, 'nothing new to seal');
+  await provider.provideTokenCount(model, said(1, 'one more'), token);
+  const bounded = provider.tokens.textsToSeal(1000)!;
+  const chars = bounded.reduce((sum, [, , text]) => sum + text.length, 0);
+  assert.ok(chars <= 1000, `${chars} characters kept of 1,000`);
+  assert.deepEqual(new Set(bounded.map(([, role]) => role)), new Set([1, 2]), 'both roles keep their newest');
+  assert.ok(bounded.some(([, , text]) => text === texts[5]) && !bounded.some(([, , text]) => text === texts[1]), 'the newest, not the oldest');
+
+  // A restart: only the sealed texts, no hashed counts, and a sidecar that answers a wrong count.
+  const restarted = new TokenCounter({ ...rpc, request: () => Promise.reject(new Error('no round trip expected')) });
+  restarted.restoreMessageTexts(all.map(([key, role, text]) => [key, role, text, 1234]));
+  const asked = calls.length;
+  for (const [i, text] of texts.entries()) {
+    assert.equal(
+      await restarted.countMessage('m', said(i % 2 ? 2 : 1, text), i % 2 ? 2 : 1, text, () => ({ role: 'user', content: [] }) as unknown as MessageIn),
+      1234,
+    );
+  }
+  assert.equal(calls.length, asked, 'found by text, without a round trip');
+  assert.equal(restarted.textsToSeal(1 << 20), undefined, 'what was restored is not new');
+});
