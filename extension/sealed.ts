@@ -18,6 +18,9 @@ export const SEALED_CHARS = 1 << 20;
  * character, a \uXXXX escape) and the counts, in base64. */
 const MAX_SEALED = Math.ceil((SEALED_CHARS * 6 + (1 << 20)) / 3) * 4;
 const KEY_BYTES = 32;
+/** A keychain that has not answered by then (a locked keyring's prompt left open) counts as failed:
+ * the last save at shutdown, which VS Code awaits, must end. */
+const KEY_WAIT_MS = 5000;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
@@ -44,6 +47,7 @@ export class SealedTexts {
     private readonly secrets: vscode.SecretStorage,
     private readonly maxText: number,
     private readonly log: (message: string) => void,
+    private readonly keyWaitMs = KEY_WAIT_MS,
   ) {}
 
   /** The texts saved by this window or another, checked; [] when there are none we can open. */
@@ -125,10 +129,10 @@ export class SealedTexts {
 
   private async readKey(): Promise<Buffer | undefined> {
     try {
-      let stored = asKey(await this.secrets.get(SECRET_COUNTS_KEY));
+      let stored = asKey(await bounded(this.secrets.get(SECRET_COUNTS_KEY), this.keyWaitMs));
       if (!stored) {
-        await this.secrets.store(SECRET_COUNTS_KEY, crypto.randomBytes(KEY_BYTES).toString('base64'));
-        stored = asKey(await this.secrets.get(SECRET_COUNTS_KEY)); // another window's, if it stored last
+        await bounded(this.secrets.store(SECRET_COUNTS_KEY, crypto.randomBytes(KEY_BYTES).toString('base64')), this.keyWaitMs);
+        stored = asKey(await bounded(this.secrets.get(SECRET_COUNTS_KEY), this.keyWaitMs)); // another window's, if it stored last
       }
       return stored;
     } catch (error) {
@@ -138,6 +142,14 @@ export class SealedTexts {
       return undefined;
     }
   }
+}
+
+function bounded<T>(answer: Thenable<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([Promise.resolve(answer), late]).finally(() => clearTimeout(timer));
 }
 
 function asKey(stored: string | undefined): Buffer | undefined {

@@ -156,6 +156,24 @@ test('a secret storage that fails: nothing is written, nothing is thrown, one li
   assert.match(lines[0], /secret storage failed \(no keyring\); message counts are kept hashed only/);
 });
 
+test('a keychain that never answers: load and save end within the bound, nothing is written, one line', async () => {
+  const file = fileIn();
+  const silent = {
+    get: () => new Promise<never>(() => undefined),
+    store: () => new Promise<never>(() => undefined),
+    delete: () => Promise.resolve(),
+    onDidChange: () => ({ dispose() {} }),
+  };
+  const lines: string[] = [];
+  const texts = new SealedTexts(file, silent as unknown as vscode.SecretStorage, 1 << 16, (line) => lines.push(line), 200);
+  const started = Date.now();
+  assert.deepEqual(await texts.load(), []);
+  await texts.save(TEXTS);
+  assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`);
+  assert.equal(fs.existsSync(file), false);
+  assert.deepEqual(lines, ['The secret storage failed (no answer in 0.2 s); message counts are kept hashed only.']);
+});
+
 function tamper(file: string, change: (sealed: string) => string): void {
   const raw = JSON.parse(fs.readFileSync(file, 'utf8')) as { key: string; sealed: string };
   fs.writeFileSync(file, JSON.stringify({ ...raw, sealed: change(raw.sealed) }));
