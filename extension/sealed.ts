@@ -10,25 +10,25 @@ import * as path from 'node:path';
 import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from './config';
 import { checkMessageTexts, type MessageText } from './saved';
-import { readJson, writeJsonAtomic } from './storage';
+import { writeFileAtomic } from './storage';
 
-/** Characters of message text kept, the newest first: a long agent chat (~250K tokens). */
-export const SEALED_CHARS = 1 << 20;
-/** A sealed file larger than this was not written by us: SEALED_CHARS as JSON (at most 6 bytes a
- * character, a \uXXXX escape) and the counts, in base64. */
-const MAX_SEALED = Math.ceil((SEALED_CHARS * 6 + (1 << 20)) / 3) * 4;
+/** Characters of message text kept, the newest first: a long chat's messages (~128K tokens). A save
+ * rewrites them all (~4 ms for 512K characters: JSON, AES, the write), every 10 s while messages
+ * are counted, so the bound is what one save may cost the extension host's thread. */
+export const SEALED_CHARS = 1 << 19;
+/** The file's first line, then the key's id and a newline, then iv | tag | ciphertext. */
+const MAGIC = 'agl-sealed-1\n';
+const KEY_ID_CHARS = 16;
+const HEADER_BYTES = MAGIC.length + KEY_ID_CHARS + 1;
 const KEY_BYTES = 32;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+/** A larger file was not written by us: SEALED_CHARS as JSON (at most 6 bytes a character, a \uXXXX
+ * escape), the counts and the header. */
+const MAX_FILE = SEALED_CHARS * 6 + (1 << 20);
 /** A keychain that has not answered by then (a locked keyring's prompt left open) counts as failed:
  * the last save at shutdown, which VS Code awaits, must end. */
 const KEY_WAIT_MS = 5000;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-
-/** message-counts.json: the key's id (which key sealed it) and iv | tag | ciphertext, in base64. */
-interface SealedFile {
-  key: string;
-  sealed: string;
-}
 
 /** What the file held when we last read or wrote it: unchanged, it is not read again. */
 interface Seen {
@@ -63,17 +63,15 @@ export class SealedTexts {
     if (!readWith) return;
     const theirs = await this.read(readWith, false);
     const key = (await this.theKey()) ?? readWith; // the stored key, if reading found another window's
-    const ourKeys = new Set(ours.map(entryKey));
-    const merged = [...theirs.filter((entry) => !ourKeys.has(entryKey(entry))), ...ours];
+    // Ours are the memo's own strings, whose hash V8 keeps: a lookup by tokenizer, role and text costs
+    // less than one concatenated key per entry (12 ms for 1M characters).
+    const ourTexts = byTokenizerAndRole(ours);
+    const merged = [...theirs.filter(([tokenizer, role, text]) => !ourTexts.get(tokenizer)?.get(role)?.has(text)), ...ours];
     let chars = merged.reduce((sum, entry) => sum + entry[2].length, 0);
     let first = 0;
     while (chars > SEALED_CHARS) chars -= merged[first++][2].length;
     const kept = merged.slice(first);
-    const iv = crypto.randomBytes(IV_BYTES);
-    const cipher = crypto.createCipheriv('aes-256-gcm', key, iv);
-    const body = Buffer.concat([cipher.update(JSON.stringify(kept), 'utf8'), cipher.final()]);
-    const sealed: SealedFile = { key: keyId(key), sealed: Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64') };
-    await writeJsonAtomic(this.file, sealed);
+    await writeFileAtomic(this.file, sealedFile(key, JSON.stringify(kept)));
     this.onDisk = kept;
     this.seen = await this.stat();
   }
@@ -85,19 +83,26 @@ export class SealedTexts {
     if (this.seen && now.mtimeMs === this.seen.mtimeMs && now.size === this.seen.size) return this.onDisk;
     this.seen = now;
     const say = (message: string) => report && this.log(`${path.basename(this.file)}: ${message}`);
-    const raw = await readJson(this.file, say);
     this.onDisk = [];
-    if (raw === undefined) return this.onDisk;
-    if (!isSealedFile(raw)) {
+    let bytes: Buffer;
+    try {
+      if (now.size > MAX_FILE) throw new Error('larger than any we write');
+      bytes = await fs.readFile(this.file);
+    } catch (error) {
+      say(`could not be read (${(error as Error).message}); the messages are counted again.`);
+      return this.onDisk;
+    }
+    const raw = fromFile(bytes);
+    if (!raw) {
       say('not a file of ours; the messages are counted again (it is rewritten at the next save).');
       return this.onDisk;
     }
     let sealedBy = key;
-    if (raw.key !== keyId(key)) {
+    if (raw.keyId !== keyId(key)) {
       // Another window may have made the key at the same moment as we did; the stored one wins.
       this.key = undefined;
       const stored = await this.theKey();
-      if (!stored || raw.key !== keyId(stored)) {
+      if (!stored || raw.keyId !== keyId(stored)) {
         say('sealed with a key this profile no longer has; the messages are counted again.');
         return this.onDisk;
       }
@@ -159,29 +164,44 @@ function asKey(stored: string | undefined): Buffer | undefined {
 
 /** Which key sealed a file, without revealing it. */
 function keyId(key: Buffer): string {
-  return crypto.createHash('sha256').update('message-counts').update(key).digest('base64').slice(0, 16);
+  return crypto.createHash('sha256').update('message-counts').update(key).digest('base64').slice(0, KEY_ID_CHARS);
 }
 
-function isSealedFile(raw: unknown): raw is SealedFile {
-  if (typeof raw !== 'object' || raw === null) return false;
-  const { key, sealed } = raw as Record<string, unknown>;
-  return typeof key === 'string' && key.length === 16 && typeof sealed === 'string' && sealed.length <= MAX_SEALED;
+/** The file for `plaintext` sealed under `key`: MAGIC, the key's id, a newline, iv | tag | ciphertext. */
+export function sealedFile(key: Buffer, plaintext: string): Buffer {
+  const iv = crypto.randomBytes(IV_BYTES);
+  const cipher = crypto.createCipheriv('aes-256-gcm', key, iv);
+  const body = cipher.update(plaintext, 'utf8');
+  const last = cipher.final();
+  return Buffer.concat([Buffer.from(`${MAGIC}${keyId(key)}\n`, 'latin1'), iv, cipher.getAuthTag(), body, last]);
+}
+
+function fromFile(bytes: Buffer): { keyId: string; sealed: Buffer } | undefined {
+  if (bytes.length < HEADER_BYTES + IV_BYTES + TAG_BYTES || bytes.toString('latin1', 0, MAGIC.length) !== MAGIC || bytes[HEADER_BYTES - 1] !== 10)
+    return undefined;
+  return { keyId: bytes.toString('latin1', MAGIC.length, MAGIC.length + KEY_ID_CHARS), sealed: bytes.subarray(HEADER_BYTES) };
 }
 
 /** The parsed plaintext, or undefined when it does not authenticate or is not JSON. */
-function open(key: Buffer, sealed: string): unknown {
-  const bytes = Buffer.from(sealed, 'base64');
-  if (bytes.length < IV_BYTES + TAG_BYTES) return undefined;
+function open(key: Buffer, sealed: Buffer): unknown {
   try {
-    const decipher = crypto.createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
-    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-    const plain = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+    const decipher = crypto.createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
+    decipher.setAuthTag(sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    const plain = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
     return JSON.parse(plain.toString('utf8')) as unknown;
   } catch {
     return undefined;
   }
 }
 
-function entryKey([tokenizer, role, text]: MessageText): string {
-  return `${tokenizer}\u0000${role}\u0000${text}`;
+function byTokenizerAndRole(entries: readonly MessageText[]): Map<string, Map<number, Set<string>>> {
+  const out = new Map<string, Map<number, Set<string>>>();
+  for (const [tokenizer, role, text] of entries) {
+    let byRole = out.get(tokenizer);
+    if (!byRole) out.set(tokenizer, (byRole = new Map<number, Set<string>>()));
+    let texts = byRole.get(role);
+    if (!texts) byRole.set(role, (texts = new Set<string>()));
+    texts.add(text);
+  }
+  return out;
 }

@@ -25,10 +25,14 @@ export async function readJson(file: string, warn: Warn): Promise<unknown> {
 }
 
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  await writeFileAtomic(file, JSON.stringify(value));
+}
+
+export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
   await fs.mkdir(path.dirname(file), { recursive: true });
   const temp = `${file}.${process.pid}-${randomUUID()}.tmp`;
   try {
-    await fs.writeFile(temp, JSON.stringify(value));
+    await fs.writeFile(temp, data);
     await renameRetrying(temp, file);
   } catch (error) {
     await fs.rm(temp, { force: true });

@@ -3,7 +3,6 @@
 // that is damaged, from another profile's key or tampered with costs a recount and one log line,
 // never a start or a save.
 import assert from 'node:assert/strict';
-import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -11,7 +10,7 @@ import { after, test } from 'node:test';
 import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from '../../extension/config';
 import type { MessageText } from '../../extension/saved';
-import { SEALED_CHARS, SealedTexts } from '../../extension/sealed';
+import { SEALED_CHARS, SealedTexts, sealedFile } from '../../extension/sealed';
 import * as stub from './vscode-stub';
 
 const folders: string[] = [];
@@ -64,13 +63,14 @@ test("another profile's key, a damaged file, a file not ours: none, one line eac
   const secrets = new stub.SecretStorage();
   const cases: [string, () => void, RegExp][] = [
     ['another key', () => undefined, /no longer has/],
-    ['a flipped byte', () => tamper(file, (sealed) => sealed.slice(0, 40) + (sealed[40] === 'A' ? 'B' : 'A') + sealed.slice(41)), /damaged/],
-    ['not JSON', () => fs.writeFileSync(file, '{"key": "abc'), /not valid JSON/],
-    ['not ours', () => fs.writeFileSync(file, JSON.stringify({ key: 1, sealed: [] })), /not a file of ours/],
-    ['too big', () => fs.writeFileSync(file, JSON.stringify({ key: 'k'.repeat(16), sealed: 'A'.repeat(10_000_000) })), /not a file of ours/],
+    ['a flipped byte', () => flipByte(file, -20), /could not be opened \(damaged\)/],
+    ['a flipped tag', () => flipByte(file, 13 + 17 + 12 + 3), /could not be opened \(damaged\)/],
+    ['cut short', () => fs.truncateSync(file, 40), /not a file of ours/],
+    ['JSON', () => fs.writeFileSync(file, JSON.stringify({ key: 1, sealed: [] })), /not a file of ours/],
+    ['too big', () => fs.writeFileSync(file, Buffer.alloc(SEALED_CHARS * 6 + (1 << 20) + 1)), /could not be read \(larger than any we write\)/],
   ];
   for (const [name, spoil, message] of cases) {
-    if (name === 'a flipped byte') await opened(file, secrets).texts.save(TEXTS); // ours, then damaged
+    if (name !== 'another key') await opened(file, secrets).texts.save(TEXTS); // ours, then damaged
     spoil();
     const window = opened(file, secrets);
     assert.deepEqual(await window.texts.load(), [], name);
@@ -99,11 +99,7 @@ test('a sealed file whose entries are wrong keeps the good ones, with one line',
     { tokenizer: 'o200k_base' },
     null,
   ];
-  const iv = crypto.randomBytes(12);
-  const cipher = crypto.createCipheriv('aes-256-gcm', key, iv);
-  const body = Buffer.concat([cipher.update(JSON.stringify(bad)), cipher.final()]);
-  const { key: id } = JSON.parse(fs.readFileSync(file, 'utf8')) as { key: string };
-  fs.writeFileSync(file, JSON.stringify({ key: id, sealed: Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64') }));
+  fs.writeFileSync(file, sealedFile(key, JSON.stringify(bad)));
   const window = opened(file, secrets);
   assert.deepEqual(await window.texts.load(), [['o200k_base', 1, 'good', 3]]);
   assert.deepEqual(window.lines, ['message-counts.json: 10 invalid entries were dropped.']);
@@ -124,9 +120,10 @@ test("two windows: each saves its own, neither loses the other's, and both make 
 test('the file keeps the newest SEALED_CHARS characters', async () => {
   const file = fileIn();
   const secrets = new stub.SecretStorage();
-  const big = (i: number): MessageText => ['o200k_base', 1, `${String(i).padStart(2)} ${'y'.repeat(50_000)}`, i];
+  // 20 fit, 21 do not.
+  const big = (i: number): MessageText => ['o200k_base', 1, `${String(i).padStart(2)} ${'y'.repeat(Math.floor(SEALED_CHARS / 20.5) - 3)}`, i];
   const window = opened(file, secrets);
-  await window.texts.save(Array.from({ length: 20 }, (_, i) => big(i + 1))); // 1,000,060 characters
+  await window.texts.save(Array.from({ length: 20 }, (_, i) => big(i + 1)));
   await window.texts.save([big(21)]);
   const reader = opened(file, secrets);
   const kept = await reader.texts.load();
@@ -174,7 +171,9 @@ test('a keychain that never answers: load and save end within the bound, nothing
   assert.deepEqual(lines, ['The secret storage failed (no answer in 0.2 s); message counts are kept hashed only.']);
 });
 
-function tamper(file: string, change: (sealed: string) => string): void {
-  const raw = JSON.parse(fs.readFileSync(file, 'utf8')) as { key: string; sealed: string };
-  fs.writeFileSync(file, JSON.stringify({ ...raw, sealed: change(raw.sealed) }));
+/** One byte of the file changed, counted from the end when negative. */
+function flipByte(file: string, at: number): void {
+  const bytes = fs.readFileSync(file);
+  bytes[at < 0 ? bytes.length + at : at] ^= 0x01;
+  fs.writeFileSync(file, bytes);
 }
