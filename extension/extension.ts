@@ -77,7 +77,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const dropped = provider.tokens.restore(await readJson(countsFile, warn));
   if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
   // The keychain answers off activation's path; until then a message is found by its hash.
-  const sealed = new SealedTexts(path.join(context.globalStorageUri.fsPath, 'message-counts.json'), context.secrets, PERSIST_LIMIT, warn);
+  const sealed = new SealedTexts(path.join(context.globalStorageUri.fsPath, 'message-counts.json'), context.secrets, PERSIST_LIMIT, (message) =>
+    log.info(message),
+  );
   const sealedLoaded = sealed
     .load()
     .then((texts) => provider.tokens.restoreMessageTexts(texts))

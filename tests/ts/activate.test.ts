@@ -229,9 +229,41 @@ test('after a restart the messages come back from the sealed file, found by thei
       answered = await countMessage(second);
     }
     assert.equal(answered, 777, 'found in the sealed file (the hashed count is the exact one)');
-    assert.deepEqual(warnings(second, 'message-counts.json'), []);
+    assert.deepEqual(
+      second.log.lines.filter((line) => line.includes('message-counts.json') || line.includes('secret storage')),
+      [],
+      'nothing said about the sealed file',
+    );
   } finally {
     second.close();
+  }
+});
+
+test('a garbage message-counts.json: activation succeeds, messages are counted, one line says so, the next save repairs it', async () => {
+  const dir = storageWith('[]', '{}');
+  const file = path.join(dir, 'message-counts.json');
+  fs.writeFileSync(file, 'agl-sealed-1\nnot what we write at all, and not sealed');
+  const secrets = new stub.SecretStorage();
+  const window = await openWindow(dir, secrets);
+  try {
+    const message = {
+      role: 1,
+      name: undefined,
+      content: [new stub.LanguageModelTextPart('count me after the garbage')],
+    } as unknown as vscode.LanguageModelChatMessage;
+    assert.ok((await window.provider.provideTokenCount({ id: MODEL } as vscode.LanguageModelChatInformation, message, token())) > 0);
+    await deactivate();
+    const lines = window.log.lines.filter((line) => line.includes('message-counts.json'));
+    assert.equal(lines.length, 1, lines.join(' | '));
+    assert.match(lines[0], /^info message-counts\.json: (not a file of ours|sealed with a key)/);
+    const saved = await new SealedTexts(file, secrets, 1 << 16, () => undefined).load();
+    assert.deepEqual(
+      saved.map(([, role, text]) => [role, text]),
+      [[1, 'count me after the garbage']],
+      'rewritten, sealed',
+    );
+  } finally {
+    window.close();
   }
 });
 
