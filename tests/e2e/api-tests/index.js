@@ -190,6 +190,24 @@ test('countTokens answers for strings and messages', async () => {
   assert.ok(forMessage > 2, `${forMessage}`);
 });
 
+test("a counted message is kept for the next start sealed: the file is ours and holds no prompt text", async () => {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const file = path.join(process.env.E2E_USER_DIR, 'globalStorage', 'ai-gateway-lm.ai-gateway-lm', 'message-counts.json');
+  const m = await model('fake/reasoning');
+  const counted = Date.now();
+  assert.ok((await m.countTokens(vscode.LanguageModelChatMessage.User('a message about pangolins, sealed at rest'))) > 0);
+  // Saved with the counts, every 10 s: a file written after the count, through VS Code's real keychain.
+  const deadline = Date.now() + 25_000;
+  while (!(fs.existsSync(file) && fs.statSync(file).mtimeMs >= counted - 1000)) {
+    assert.ok(Date.now() < deadline, `${file} was not written within 25 s of a count`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const bytes = fs.readFileSync(file);
+  assert.equal(bytes.toString('latin1', 0, 13), 'agl-sealed-1\n');
+  assert.ok(!bytes.includes('pangolins') && !bytes.includes('hello world'), 'no prompt text readable in the file');
+});
+
 // Several keys side by side (rfcs/0007, "Several keys side by side"), last: the groups it adds stay.
 // Two groups added as VS Code's Add Models adds them (its own command: the key goes into VS Code's
 // secret storage); VS Code asks the provider for each group's list with its key, and a chat on each
