@@ -5,6 +5,7 @@
 // the chat, most of what the sidecar adds to the first part (rfcs/0005-performance.md). `take` sees
 // each message first and keeps those it handles (the router's `gateway/parts`); the rest go to the
 // connection as before.
+import { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { AbstractMessageReader, AbstractMessageWriter, DataCallback, Disposable, Message, MessageWriter } from 'vscode-languageclient/node';
 
@@ -15,6 +16,8 @@ const EMPTY = Buffer.alloc(0);
 // The sidecar caps one gateway event at 16 MiB (server/gateway_lm/sse.py); JSON escaping can grow it
 // several times. A length past this is a broken stream, not a message to buffer.
 export const MAX_MESSAGE = 128 << 20;
+// The largest frame written from the writer's kept buffer; a larger one gets a buffer of its own.
+export const SPARE_MAX = 1 << 20;
 
 export class FrameReader extends AbstractMessageReader {
   private chunks: Buffer[] = [];
@@ -147,9 +150,19 @@ function contentLength(headers: string): number | string {
  * messages and the counts sent past it (direct.ts) share the pipe. */
 export class FrameWriter extends AbstractMessageWriter implements MessageWriter {
   private errors = 0;
+  // One buffer kept for the writer's life and reused for each frame once the write before it has
+  // called back. A fresh buffer per chat request (100–250 KB) is freed only when V8 next collects it,
+  // so several wait at once, in malloc's main arena (under its mmap threshold), which grows to hold
+  // them and keeps what it grew to: most of the extension host's `[heap]` growth over a long session
+  // (rfcs/0005-performance.md, "malloc's main arena"). Only over a socket (the sidecar's stdin is
+  // one), which has copied the bytes when it calls back; other streams (a PassThrough) may still hold them.
+  private spare: Buffer | undefined;
+  private spareBusy = false;
+  private readonly reuse: boolean;
 
   constructor(private readonly stream: Writable) {
     super();
+    this.reuse = stream instanceof Socket;
     stream.on('error', (error: Error) => this.fireError(error));
     stream.on('close', () => this.fireClose());
   }
@@ -177,10 +190,21 @@ export class FrameWriter extends AbstractMessageWriter implements MessageWriter 
     const json = JSON.stringify(message);
     const length = Buffer.byteLength(json, 'utf8');
     const header = `Content-Length: ${length}\r\n\r\n`;
-    const frame = Buffer.allocUnsafe(header.length + length);
+    const size = header.length + length;
+    const reused = this.reuse && !this.spareBusy && size <= SPARE_MAX;
+    if (reused && (this.spare?.length ?? 0) < size) this.spare = Buffer.allocUnsafeSlow(Math.min(SPARE_MAX, 2 ** Math.ceil(Math.log2(Math.max(size, 4096)))));
+    const frame = reused ? this.spare!.subarray(0, size) : Buffer.allocUnsafe(size);
     frame.write(header, 0, 'latin1');
     frame.write(json, header.length, 'utf8');
-    this.stream.write(frame, written);
+    if (!reused) {
+      this.stream.write(frame, written);
+      return;
+    }
+    this.spareBusy = true;
+    this.stream.write(frame, (error) => {
+      this.spareBusy = false;
+      written?.(error);
+    });
   }
 
   end(): void {
