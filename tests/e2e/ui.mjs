@@ -310,6 +310,17 @@ try {
     if (box) await page.mouse.move(box.x + box.width / 2, box.y + 10);
   };
   const lastSent = async (model) => (await gatewayRequests()).findLast((e) => e.body?.model === model)?.body;
+  // A send, once the gateway has its request and the answer is shown: the last response's text alone
+  // is already on the page from the send before, and the request read then was that one's.
+  const sendAndWait = async (model, text) => {
+    const sent = async () => (await gatewayRequests()).filter((e) => e.body?.model === model).length;
+    const before = await sent();
+    await send(text);
+    for (const deadline = Date.now() + 60_000; (await sent()) === before; await new Promise((r) => setTimeout(r, 100))) {
+      assert.ok(Date.now() < deadline, `no ${model} request reached the gateway within 60 s of "${text}"`);
+    }
+    await responses().last().getByText('Hello from the fake gateway.').waitFor({ timeout: 60_000 });
+  };
 
   await step('effort-menu', async () => {
     if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
@@ -336,16 +347,14 @@ try {
   await step('effort-sent', async () => {
     await page.keyboard.press('Escape');
     await effortMenu().waitFor({ state: 'hidden', timeout: 5_000 });
-    await send('[scenario:text] Think hard about this');
-    await responses().last().getByText('Hello from the fake gateway.').waitFor({ timeout: 60_000 });
+    await sendAndWait('fake/reasoning', '[scenario:text] Think hard about this');
     assert.deepEqual((await lastSent('fake/reasoning')).reasoning, { effort: 'high', summary: 'auto' }, 'the chosen level reached the gateway');
     // Back to the provider's default: no effort is sent, as before the menu existed.
     await openEffortMenu();
     await effortMenu().getByText('Provider default', { exact: true }).first().click();
     await page.keyboard.press('Escape');
     await effortMenu().waitFor({ state: 'hidden', timeout: 5_000 });
-    await send('[scenario:text] And now as the provider likes');
-    await responses().last().getByText('Hello from the fake gateway.').waitFor({ timeout: 60_000 });
+    await sendAndWait('fake/reasoning', '[scenario:text] And now as the provider likes');
     assert.equal((await lastSent('fake/reasoning')).reasoning, undefined, 'no effort with the default chosen');
     // A model that does not reason shows no menu.
     await pickModel('Fake Tools');
