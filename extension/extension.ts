@@ -17,7 +17,6 @@ import { chooseInterpreter } from './sidecar/setup';
 import { redacting, SidecarConnection, sidecarSecrets } from './sidecar/connection';
 import { SmallTasks } from './smalltasks';
 import { StatusBar } from './status';
-import { PERSIST_LIMIT } from './tokens';
 import { readJson, writeJsonAtomic } from './storage';
 import { Dashboard } from './dashboard';
 import { chooseModels, shownPatterns } from './curate';
@@ -77,9 +76,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const dropped = provider.tokens.restore(await readJson(countsFile, warn));
   if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
   // The keychain answers off activation's path; until then a message is found by its hash.
-  const sealed = new SealedTexts(path.join(context.globalStorageUri.fsPath, 'message-counts.json'), context.secrets, PERSIST_LIMIT, (message) =>
-    log.info(message),
-  );
+  const sealed = new SealedTexts(path.join(context.globalStorageUri.fsPath, 'message-counts.json'), context.secrets, (message) => log.info(message));
   const sealedLoaded = sealed
     .load()
     .then((texts) => provider.tokens.restoreMessageTexts(texts))

@@ -11,6 +11,7 @@ import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from './config';
 import { checkMessageTexts, type MessageText } from './saved';
 import { writeFileAtomic } from './storage';
+import { PERSIST_LIMIT } from './tokens';
 
 /** Characters of message text kept, the newest first: a long chat's messages (~128K tokens). A save
  * rewrites them all (~4 ms for 512K characters: JSON, AES, the write), every 10 s while messages
@@ -45,7 +46,6 @@ export class SealedTexts {
   constructor(
     private readonly file: string,
     private readonly secrets: vscode.SecretStorage,
-    private readonly maxText: number,
     private readonly log: (message: string) => void,
     private readonly keyWaitMs = KEY_WAIT_MS,
   ) {}
@@ -113,7 +113,7 @@ export class SealedTexts {
       say('could not be opened (damaged); the messages are counted again.');
       return this.onDisk;
     }
-    const { value, dropped } = checkMessageTexts(opened, this.maxText, SEALED_CHARS);
+    const { value, dropped } = checkMessageTexts(opened, PERSIST_LIMIT, SEALED_CHARS);
     if (dropped) say(`${dropped} invalid entries were dropped.`);
     return (this.onDisk = value);
   }

@@ -216,12 +216,12 @@ test('after a restart the messages come back from the sealed file, found by thei
   assert.ok(!fs.readFileSync(file, 'utf8').includes('northwind'), 'the prompt is not readable in the file');
   assert.ok(!fs.readFileSync(path.join(dir, 'token-counts.json'), 'utf8').includes('northwind'));
   // The sealed count made different from the hashed one, to see which the restarted window answers.
-  const saved = await new SealedTexts(file, secrets, 1 << 16, () => undefined).load();
+  const saved = await new SealedTexts(file, secrets, () => undefined).load();
   assert.deepEqual(
     saved.map(([, role, text, count]) => [role, text, count]),
     [[1, prompt, exact]],
   );
-  await new SealedTexts(file, secrets, 1 << 16, () => undefined).save(saved.map(([key, role, text]) => [key, role, text, 777]));
+  await new SealedTexts(file, secrets, () => undefined).save(saved.map(([key, role, text]) => [key, role, text, 777]));
   const second = await openWindow(dir, secrets);
   try {
     let answered = await countMessage(second);
@@ -256,7 +256,7 @@ test('a garbage message-counts.json: activation succeeds, messages are counted, 
     const lines = window.log.lines.filter((line) => line.includes('message-counts.json'));
     assert.equal(lines.length, 1, lines.join(' | '));
     assert.match(lines[0], /^info message-counts\.json: (not a file of ours|sealed with a key)/);
-    const saved = await new SealedTexts(file, secrets, 1 << 16, () => undefined).load();
+    const saved = await new SealedTexts(file, secrets, () => undefined).load();
     assert.deepEqual(
       saved.map(([, role, text]) => [role, text]),
       [[1, 'count me after the garbage']],

@@ -11,6 +11,7 @@ import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from '../../extension/config';
 import type { MessageText } from '../../extension/saved';
 import { SEALED_CHARS, SealedTexts, sealedFile } from '../../extension/sealed';
+import { PERSIST_LIMIT } from '../../extension/tokens';
 import * as stub from './vscode-stub';
 
 const folders: string[] = [];
@@ -24,7 +25,7 @@ function fileIn(): string {
 
 function opened(file: string, secrets: vscode.SecretStorage = new stub.SecretStorage()): { texts: SealedTexts; lines: string[] } {
   const lines: string[] = [];
-  return { texts: new SealedTexts(file, secrets, 1 << 16, (line) => lines.push(line)), lines };
+  return { texts: new SealedTexts(file, secrets, (line) => lines.push(line)), lines };
 }
 
 const PROMPT = 'please refactor the billing module of acme-payments without touching the ledger';
@@ -94,7 +95,7 @@ test('a sealed file whose entries are wrong keeps the good ones, with one line',
     ['o200k_base', 99, 'a role no one has', 2],
     ['', 1, 'no tokenizer', 2],
     ['o2\u0000k', 1, 'a NUL in the tokenizer', 2],
-    ['o200k_base', 1, 'x'.repeat((1 << 16) + 1), 2],
+    ['o200k_base', 1, 'x'.repeat(PERSIST_LIMIT + 1), 2],
     ['o200k_base', 1, 42, 2],
     { tokenizer: 'o200k_base' },
     null,
@@ -162,7 +163,7 @@ test('a keychain that never answers: load and save end within the bound, nothing
     onDidChange: () => ({ dispose() {} }),
   };
   const lines: string[] = [];
-  const texts = new SealedTexts(file, silent as unknown as vscode.SecretStorage, 1 << 16, (line) => lines.push(line), 200);
+  const texts = new SealedTexts(file, silent as unknown as vscode.SecretStorage, (line) => lines.push(line), 200);
   const started = Date.now();
   assert.deepEqual(await texts.load(), []);
   await texts.save(TEXTS);
