@@ -10,90 +10,27 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as v8 from 'node:v8';
 import { activate, gc, median, model, PYTHON, rssMb, sidecarPids, storageDir, vscode } from './host.mjs';
+import {
+  fileContent,
+  faultOf,
+  IDLE_TIMEOUT_S,
+  markerOf,
+  meantToFail,
+  nextFile,
+  SETTINGS,
+  summarise,
+  SUMMARY_EVERY,
+  TASK,
+  TOOLS,
+  TURN_LIMIT_MS,
+} from './soak-plan.mjs';
 
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
 const COUNTS = process.env.SOAK_COUNTS !== '0';
-const FAULT_EVERY = 20; // a fault on turns 10, 30, 50, …
-const FAULTS = ['reset', '429', '500', 'stall'];
-const SUMMARY_EVERY = 25;
-const KILLS = [115, 235]; // turns whose sidecar is killed at their first part
-const IDLE_TIMEOUT_S = 2;
-const MAX_RETRIES = 1;
-const TURN_LIMIT_MS = 60_000; // the watchdog: a turn still going then is cancelled and counted unbounded
 const TURN_TARGET_MS = (IDLE_TIMEOUT_S + 3) * 1000; // a stall ends at idleTimeout; a retry waits ≤ 1 s; a restart ~1 s
 const SIDECAR_WARM = 65; // turns after a (re)start before its memory counts as the start's
 // What a user must never see: the client library's wording, JSON-RPC codes, a stack.
 const LIBRARY = /-32\d{3}|couldn't create connection|Client is not running|Pending response rejected|Code: -\d|\n\s+at /;
-
-const SETTINGS = {
-  'vercelAiGateway.idleTimeout': IDLE_TIMEOUT_S,
-  'vercelAiGateway.maxRetries': MAX_RETRIES,
-  'vercelAiGateway.requestTimeout': 60,
-  // The scenario travels as a header, through the modelOptions setting (the path a user's own headers take).
-  'vercelAiGateway.modelOptions': { 'fake/tools': { extraHeaders: { 'x-fake-scenario': 'soak' } } },
-};
-
-const TOOL_NAMES = [
-  'read_file',
-  'grep_search',
-  'file_search',
-  'semantic_search',
-  'list_dir',
-  'replace_string_in_file',
-  'insert_edit_into_file',
-  'create_file',
-  'run_in_terminal',
-  'get_terminal_output',
-  'get_errors',
-  'run_tests',
-  'test_failure',
-  'list_code_usages',
-  'get_changed_files',
-  'fetch_webpage',
-  'open_simple_browser',
-  'create_directory',
-  'get_project_setup_info',
-  'install_extension',
-  'run_vscode_command',
-  'think',
-  'manage_todo_list',
-  'github_repo',
-];
-const TOOLS = TOOL_NAMES.map((name, i) => ({
-  name,
-  description: `${name.replaceAll('_', ' ')}: one of the agent's tools, described as Copilot describes them (${i}).`,
-  inputSchema: {
-    type: 'object',
-    properties: {
-      path: { type: 'string', description: 'The absolute path of the file or folder.' },
-      query: { type: 'string', description: 'What to look for.' },
-      startLine: { type: 'integer', description: 'The line to start at, 1-based.' },
-      endLine: { type: 'integer', description: 'The line to end at, inclusive.' },
-    },
-    required: ['path'],
-  },
-}));
-
-function faultOf(turn) {
-  if (KILLS.includes(turn)) return { fault: 'kill', times: 1 };
-  if (turn % FAULT_EVERY !== FAULT_EVERY / 2) return { fault: '', times: 0 };
-  const n = Math.floor(turn / FAULT_EVERY);
-  const fault = FAULTS[n % FAULTS.length];
-  // 429 and 500 come before any event, so the sidecar retries them: once (the retry succeeds) or on
-  // every attempt (the turn fails with the gateway's error), in turn.
-  const times = fault === '429' || fault === '500' ? (Math.floor(n / FAULTS.length) % 2 ? MAX_RETRIES + 1 : 1) : 1;
-  return { fault, times };
-}
-
-/** The outcome the turn's fault should have: a retried fault that hit every attempt, or one after the first event, fails. */
-const meantToFail = ({ fault, times }) => fault === 'kill' || fault === 'reset' || fault === 'stall' || times > MAX_RETRIES;
-
-/** A file's worth of tool output, different every turn (2–6 KB). */
-function fileContent(turn) {
-  const lines = [];
-  for (let i = 0; i < 40 + (turn % 80); i++) lines.push(`    def handler_${turn}_${i}(self, request):  # route ${(turn * 31 + i) % 997}`);
-  return lines.join('\n');
-}
 
 function sample(pid) {
   gc();
@@ -160,7 +97,7 @@ async function soak(ext, dir) {
   const libraryLines = [];
   let logLines = readLog(channel, libraryLines);
   const chatModel = model('fake/tools');
-  const task = vscode.LanguageModelChatMessage.User('Read the handlers in src/ one file at a time and list the routes each registers.');
+  const task = vscode.LanguageModelChatMessage.User(TASK);
   let history = [task];
   let pending = []; // the tool calls of the last answer, answered at the start of the next turn
   const turns = [];
@@ -170,7 +107,7 @@ async function soak(ext, dir) {
   let pid = ext.pid;
   for (let turn = 1; turn <= TURNS; turn++) {
     const plan = faultOf(turn);
-    const marker = `[soak:${turn}:${plan.fault === 'kill' ? '' : plan.fault}:${plan.times}]`;
+    const marker = markerOf(turn, plan);
     const summarising = turn % SUMMARY_EVERY === 0;
     // The turn's newest item carries its marker: the results of the last answer's tool calls, or
     // the user's next message (Copilot's summarisation request on a summarising turn).
@@ -180,11 +117,9 @@ async function soak(ext, dir) {
       history.push(vscode.LanguageModelChatMessage.User(results));
       pending = [];
     } else if (!summarising) {
-      history.push(vscode.LanguageModelChatMessage.User(`Go on with the next file. ${marker}`));
+      history.push(vscode.LanguageModelChatMessage.User(nextFile(marker)));
     }
-    const messages = summarising
-      ? [...history, vscode.LanguageModelChatMessage.User(`Summarize the conversation history so far, keeping what the next turns need. ${marker}`)]
-      : history;
+    const messages = summarising ? [...history, vscode.LanguageModelChatMessage.User(summarise(marker))] : history;
 
     const source = new vscode.CancellationTokenSource();
     const watchdog = setTimeout(() => source.cancel(), TURN_LIMIT_MS);
