@@ -4,7 +4,8 @@
 // plain node process, whose young generation only our extension sizes; this one shows the host users
 // have (its Node, its other extensions). Heavy: `flock /tmp/agl-heavy.lock node tests/e2e/soak-host.mjs`
 // after `make build`. SOAK_TURNS (default 1000) shortens it; SOAK_HOST_COPILOT=1 enables and activates
-// the built-in Copilot Chat first (tests/e2e/soak-host/index.js says why).
+// the built-in Copilot Chat first; SOAK_HOST_GC=0 samples without a full GC first (tests/e2e/soak-host/index.js
+// says why).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
@@ -19,7 +20,7 @@ const name = 'soak-host';
 const { cache, dirs, gateway, port, env } = await host.prepareRun(name, SETTINGS);
 const out = path.join(dirs.base, 'soak-host.json');
 // host.hostEnv builds the host's environment afresh: what the test extension reads is passed on here.
-Object.assign(env, { SOAK_TURNS: String(TURNS), SOAK_HOST_OUT: out, SOAK_HOST_LIMIT_MS: String(RUN_LIMIT_MS - 60_000), SOAK_HOST_COPILOT: process.env.SOAK_HOST_COPILOT ?? '' });
+Object.assign(env, { SOAK_TURNS: String(TURNS), SOAK_HOST_OUT: out, SOAK_HOST_LIMIT_MS: String(RUN_LIMIT_MS - 60_000), SOAK_HOST_COPILOT: process.env.SOAK_HOST_COPILOT ?? '', SOAK_HOST_GC: process.env.SOAK_HOST_GC ?? '' });
 const devRoot = path.join(dirs.base, 'dev');
 fs.cpSync(path.join(host.ROOT, 'tests/e2e/soak-host'), path.join(devRoot, 'soak-host'), { recursive: true });
 fs.copyFileSync(path.join(host.ROOT, 'bench/soak-plan.mjs'), path.join(devRoot, 'soak-host', 'soak-plan.mjs'));
@@ -71,5 +72,6 @@ function report(r) {
   console.log(`  young generation size (resident): activated ${mb(activated.young)} (${mb(activated.youngResident)}), turn 50 ${mb(start.young)} (${mb(start.youngResident)}), end ${mb(end.young)} (${mb(end.youngResident)}); its largest after the nursery probe ${mb(r.youngMax.young)} (${mb(r.youngMax.youngResident)})`);
   console.log(`  heap after GC turn 50 → end: ${mb(start.heapUsed)} → ${mb(end.heapUsed)} MB; heap_size_limit ${mb(end.heapLimit)} MB; fds ${start.fds} → ${end.fds}`);
   console.log(`  turns: ${r.succeeded} succeeded / ${r.failed} failed (planned to fail: ${r.plannedFailures}); not as planned ${r.notAsPlanned.length}${r.notAsPlanned.length ? ` ${JSON.stringify(r.notAsPlanned.slice(0, 10))}` : ''}; cut by the watchdog ${r.cut}; longest ${(r.longestMs / 1000).toFixed(2)} s`);
+  console.log(`  sidecar kills: ${JSON.stringify(r.kills)}`);
   if (r.errors.length) console.log(`  errors seen: ${JSON.stringify(r.errors)}`);
 }

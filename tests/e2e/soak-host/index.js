@@ -18,8 +18,11 @@ const log = (line) => console.log(`[soak-host] ${line}`);
 
 // A full collection before each sample: what is kept, not what is pending. The host is started
 // without --expose-gc; V8 still lets a process turn the flag on for contexts created after it.
-const gcSource = typeof global.gc === 'function' ? 'global.gc (--expose-gc)' : 'v8.setFlagsFromString + vm context';
-const gc = typeof global.gc === 'function' ? global.gc : (v8.setFlagsFromString('--expose-gc'), vm.runInNewContext('gc'));
+// A full collection also lets V8 shrink the young generation when the allocation rate is low, so
+// SOAK_HOST_GC=0 samples without one: the nursery as the host left it.
+const FORCE_GC = process.env.SOAK_HOST_GC !== '0';
+const gcSource = !FORCE_GC ? 'none (SOAK_HOST_GC=0)' : typeof global.gc === 'function' ? 'global.gc (--expose-gc)' : 'v8.setFlagsFromString + vm context';
+const gc = !FORCE_GC ? () => {} : typeof global.gc === 'function' ? global.gc : (v8.setFlagsFromString('--expose-gc'), vm.runInNewContext('gc'));
 
 function sample(label) {
   gc();
@@ -90,6 +93,7 @@ async function soak() {
     turns: TURNS,
     samples: [],
     extensions: {},
+    kills: [],
   };
   result.samples.push(sample('host start'));
   result.extensions.start = activeExtensions();
@@ -148,8 +152,11 @@ async function soak() {
       for await (const part of response.stream) {
         if (part instanceof vscode.LanguageModelTextPart) {
           if (!text && planned.fault === 'kill') {
-            const pid = sidecarPid(); // mid-stream: a part is out, the answer is not
+            // Meant mid-stream, as the bench does it; here the parts reach this consumer through the
+            // workbench, so the answer may be complete by then: the record says which.
+            const pid = sidecarPid();
             if (pid) process.kill(pid, 'SIGKILL');
+            result.kills.push({ turn, killed: pid });
           }
           text += part.value;
         } else if (part instanceof vscode.LanguageModelToolCallPart) calls.push(part);
@@ -167,7 +174,10 @@ async function soak() {
     }
     if (planned.fault === 'kill') {
       // The client restarts it by itself; wait for the new one as the bench does, within a bound.
-      for (const until = Date.now() + 10_000; !sidecarPid() && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+      const killed = result.kills.at(-1)?.killed;
+      let next;
+      for (const until = Date.now() + 10_000; (!next || next === killed) && Date.now() < until; next = sidecarPid()) await new Promise((r) => setTimeout(r, 50));
+      Object.assign(result.kills.at(-1) ?? {}, { next, ok: !error });
     }
     if (turn === 50 || turn % 100 === 0) {
       result.samples.push(sample(`turn ${turn}`));
