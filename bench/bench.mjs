@@ -11,10 +11,11 @@ import { activate, median, rssMb, startGateway, storageDir } from './host.mjs';
 import { firstStartRows } from './firststart.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
 import { soakRows } from './soak.mjs';
+import { soakHostRows } from './soak-host.mjs';
 import { accuracyRows, tokenRows } from './tokens.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
-// tokens | streams | start | huge | accuracy | soak | firststart: one section while working on it (`node bench/bench.mjs soak`)
+// tokens | streams | start | huge | accuracy | soak | soak-host | firststart: one section while working on it (`node bench/bench.mjs soak`)
 const only = process.argv[2] ?? process.env.BENCH_ONLY;
 const rows = [];
 const gateway = await startGateway();
@@ -30,7 +31,7 @@ async function section(name, run) {
 }
 
 await section('tokens', () => tokenRows(gateway));
-if (!only || !['tokens', 'soak', 'firststart'].includes(only)) {
+if (!only || !['tokens', 'soak', 'soak-host', 'firststart'].includes(only)) {
   // Five activations on fresh storage (one is at the mercy of whatever the machine did just before);
   // the last stays up for the sections below.
   const starts = [];
@@ -62,6 +63,8 @@ await section('firststart', () => firstStartRows(gateway));
 // baseline's tokenizer ranks; parsing them raises glibc's trim threshold for the process's whole life,
 // rfcs/0005-performance.md, "What heaptrack showed"), and the soak measures the host's memory.
 await section('soak', () => (only === 'soak' ? soakRows(gateway) : soakApart()));
+// The same session in VS Code's own extension host (code-server), where users have it.
+await section('soak-host', () => soakHostRows());
 
 async function soakApart() {
   const file = path.join(storageDir(), 'soak-rows.json');

@@ -10,6 +10,10 @@ export const KILLS = [115, 235]; // turns whose sidecar is killed at their first
 export const IDLE_TIMEOUT_S = 2;
 export const MAX_RETRIES = 1;
 export const TURN_LIMIT_MS = 60_000; // the watchdog: a turn still going then is cancelled and counted unbounded
+export const TURN_TARGET_MS = (IDLE_TIMEOUT_S + 3) * 1000; // a stall ends at idleTimeout; a retry waits ≤ 1 s; a restart ~1 s
+export const SIDECAR_WARM = 65; // turns after a (re)start before its memory counts as the start's
+// What a user must never see: the client library's wording, JSON-RPC codes, a stack.
+export const LIBRARY = /-32\d{3}|couldn't create connection|Client is not running|Pending response rejected|Code: -\d|\n\s+at /;
 
 export const SETTINGS = {
   'vercelAiGateway.idleTimeout': IDLE_TIMEOUT_S,
@@ -76,7 +80,7 @@ export function faultOf(turn) {
 }
 
 /** The marker the gateway's soak scenario (tests/fake_soak.py) reads from the turn's newest item. */
-export const markerOf = (turn, plan) => `[soak:${turn}:${plan.fault === 'kill' ? '' : plan.fault}:${plan.times}]`;
+export const markerOf = (turn, plan) => `[soak:${turn}:${plan.fault}:${plan.times}]`;
 
 /** The outcome the turn's fault should have: a retried fault that hit every attempt, or one after the first event, fails. */
 export const meantToFail = ({ fault, times }) => fault === 'kill' || fault === 'reset' || fault === 'stall' || times > MAX_RETRIES;

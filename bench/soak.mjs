@@ -14,23 +14,22 @@ import {
   fileContent,
   faultOf,
   IDLE_TIMEOUT_S,
+  LIBRARY,
   markerOf,
   meantToFail,
   nextFile,
   SETTINGS,
+  SIDECAR_WARM,
   summarise,
   SUMMARY_EVERY,
   TASK,
   TOOLS,
   TURN_LIMIT_MS,
+  TURN_TARGET_MS,
 } from './soak-plan.mjs';
 
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
 const COUNTS = process.env.SOAK_COUNTS !== '0';
-const TURN_TARGET_MS = (IDLE_TIMEOUT_S + 3) * 1000; // a stall ends at idleTimeout; a retry waits ≤ 1 s; a restart ~1 s
-const SIDECAR_WARM = 65; // turns after a (re)start before its memory counts as the start's
-// What a user must never see: the client library's wording, JSON-RPC codes, a stack.
-const LIBRARY = /-32\d{3}|couldn't create connection|Client is not running|Pending response rejected|Code: -\d|\n\s+at /;
 
 function sample(pid) {
   gc();
@@ -248,18 +247,20 @@ async function soak(ext, dir) {
       ok: longest.ms <= TURN_TARGET_MS && unbounded === 0,
     },
     {
-      metric: `  extension host RSS / open files, turn 50 → end (from turn ${steady.turn ?? 50}; heap after GC)`,
-      value: `${start.hostRss.toFixed(0)} → ${end.hostRss.toFixed(0)} MB (${pct(start.hostRss, end.hostRss)}; ${pct(steady.hostRss, end.hostRss)}) / ${start.hostFds} → ${end.hostFds} (heap ${start.hostHeap.toFixed(1)} → ${end.hostHeap.toFixed(1)} MB, ${(((end.hostHeap - start.hostHeap) * 1024) / (TURNS - 50)).toFixed(1)} KB a turn)`,
+      // Open files are the process's own; its memory is not the extension host's (below).
+      metric: '  open files of this process (the extension under a stub vscode), turn 50 → end',
+      value: `${start.hostFds} → ${end.hostFds}`,
       target: '≤ +10 %',
-      ok: flat(start.hostRss, end.hostRss) && flat(start.hostFds, end.hostFds),
+      ok: flat(start.hostFds, end.hostFds),
     },
     {
-      // The same, without V8's young generation: the nursery V8 sizes by the allocation rate of the
-      // whole host (every extension's), reported above and apart here so a leak cannot hide in it.
-      metric: "  extension host RSS without the young generation's resident pages (young generation resident), turn 50 → end",
-      value: `${(start.hostRss - start.hostYoungResident).toFixed(0)} → ${(end.hostRss - end.hostYoungResident).toFixed(0)} MB (${pct(start.hostRss - start.hostYoungResident, end.hostRss - end.hostYoungResident)}) (${start.hostYoungResident.toFixed(1)} → ${end.hostYoungResident.toFixed(1)} MB)`,
-      target: '≤ +10 %',
-      ok: flat(start.hostRss - start.hostYoungResident, end.hostRss - end.hostYoungResident),
+      // Not VS Code's extension host: a fresh node whose young generation starts at 1 MB and grows
+      // with what survives its scavenges, where VS Code's start has sized it to 64 MB before any
+      // extension runs. The goal is measured there (bench/soak-host.mjs); this row says what the
+      // extension keeps (the heap after a full collection) and how RSS moves in a process it alone sizes.
+      metric: `  this process: RSS, turn 50 → end (from turn ${steady.turn ?? 50}); without the young generation's pages; heap after GC`,
+      value: `${start.hostRss.toFixed(0)} → ${end.hostRss.toFixed(0)} MB (${pct(start.hostRss, end.hostRss)}; ${pct(steady.hostRss, end.hostRss)}); ${(start.hostRss - start.hostYoungResident).toFixed(0)} → ${(end.hostRss - end.hostYoungResident).toFixed(0)} MB (${pct(start.hostRss - start.hostYoungResident, end.hostRss - end.hostYoungResident)}); ${start.hostHeap.toFixed(1)} → ${end.hostHeap.toFixed(1)} MB (${(((end.hostHeap - start.hostHeap) * 1024) / (TURNS - 50)).toFixed(1)} KB a turn)`,
+      target: "— (the host's row)",
     },
     {
       metric: `  sidecar RSS / open files, ${SIDECAR_WARM} turns after its restart (turn ${sidecarSince}) → end; the first one, turn 50 → 100`,

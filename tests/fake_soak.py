@@ -8,7 +8,10 @@ user's message it adds for that turn): `[soak:TURN:FAULT:TIMES]`. FAULT (`reset`
 - `reset`: a few text deltas, then the connection is reset (no last chunk, no terminal event);
 - `429`: `retry-after: 1`; `500`: the gateway's internal error, both before any event;
 - `stall`: a few text deltas, then nothing for STALL_FOR seconds (longer than the soak's
-  `idleTimeout`, so the sidecar must give up first), then a reset.
+  `idleTimeout`, so the sidecar must give up first), then a reset;
+- `kill`: a few text deltas, then nothing for KILL_PAUSE seconds, then a reset: the bench kills the
+  sidecar when it sees the first part, and the pause makes that mid-stream wherever the parts pass
+  through (a real extension host forwards them through the workbench, after the answer could end).
 Each attempt's response id is `resp_soak_TURN_ATTEMPT`: the usage record the sidecar writes carries
 it, so the bench can tell which turn each record belongs to. The request body is not kept in the
 request log (a thousand growing histories would be the fake's memory, not the product's).
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 
 MARKER = re.compile(r"\[soak:(\d+):(\w*):(\d+)\]")
 STALL_FOR = 5.0
+KILL_PAUSE = 1.0
 RETRY_AFTER = "1"
 GAP = 0.001  # between events: a model producing tokens, so that a turn has a middle
 WORDS = "Reading the next file to see where the handler registers its routes and which tests cover it".split()
@@ -54,9 +58,9 @@ def serve_soak(h: Handler, body: dict[str, Any], entry: dict[str, Any]) -> None:
     created = {"type": "response.created", "response": response_obj("in_progress", id=response_id)}
     h._start_stream()
     words = [f" {w}" for w in WORDS]
-    if failing in ("reset", "stall"):
-        if h._send(entry, [created, *text_events(words)[:6]], gap=GAP) and failing == "stall":
-            time.sleep(STALL_FOR)
+    if failing in ("reset", "stall", "kill"):
+        if h._send(entry, [created, *text_events(words)[:6]], gap=GAP) and failing != "reset":
+            time.sleep(STALL_FOR if failing == "stall" else KILL_PAUSE)
         h._reset()
         return
     size = len(json.dumps(body))

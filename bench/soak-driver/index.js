@@ -1,8 +1,8 @@
 // The soak (bench/soak-plan.mjs) driven from inside a real VS Code extension host, through vscode.lm
 // as Copilot's agent calls it, against the installed VSIX and the fake gateway's soak scenario. This
-// extension shares the process with ours and with whatever else the host runs (Copilot Chat), so
-// what it samples is the host's memory as users have it: V8's young generation sized by everything
-// the host allocates, not by our extension alone. Started by tests/e2e/soak-host.mjs, which copies
+// extension shares the process with ours and with whatever else the host runs, so what it samples is
+// the host's memory as users have it: V8's young generation sized by everything the host allocated
+// since it started, not by our extension alone. Started by bench/soak-host.mjs, which copies
 // soak-plan.mjs beside this file and reads the JSON this writes to SOAK_HOST_OUT.
 const fs = require('node:fs');
 const path = require('node:path');
@@ -15,28 +15,39 @@ const MODEL = 'fake/tools';
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
 const RUN_LIMIT_MS = Number(process.env.SOAK_HOST_LIMIT_MS ?? 1_500_000);
 const log = (line) => console.log(`[soak-host] ${line}`);
+// A user's session pauses between bursts of turns (they read, they type); the soak sends its turns
+// back to back. After such a pause V8's memory reducer has collected and shrunk what the burst
+// grew, so the start and the end are each also read after one, the same for both.
+const REST_MS = Number(process.env.SOAK_HOST_REST_MS ?? 30_000); // bench/soak-host.mjs passes its own
+const rest = () => new Promise((resolve) => setTimeout(resolve, REST_MS));
 
-// A full collection before each sample: what is kept, not what is pending. The host is started
-// without --expose-gc; V8 still lets a process turn the flag on for contexts created after it.
-// A full collection also lets V8 shrink the young generation when the allocation rate is low, so
-// SOAK_HOST_GC=0 samples without one: the nursery as the host left it.
-const FORCE_GC = process.env.SOAK_HOST_GC !== '0';
-const gcSource = !FORCE_GC ? 'none (SOAK_HOST_GC=0)' : typeof global.gc === 'function' ? 'global.gc (--expose-gc)' : 'v8.setFlagsFromString + vm context';
-const gc = !FORCE_GC ? () => {} : typeof global.gc === 'function' ? global.gc : (v8.setFlagsFromString('--expose-gc'), vm.runInNewContext('gc'));
+// Samples are read as the host runs, without a forced full collection: no user's host makes one, and
+// one made at a low allocation rate lets V8 shrink the young generation VS Code's start had sized
+// (64 MB here), which then grows back through the soak: growth the sampling made (rfcs/0005, "The
+// soak in VS Code's extension host"). SOAK_HOST_GC=1 forces one before each sample, to see what is
+// kept; the host is started without --expose-gc, but V8 lets a process turn the flag on for
+// contexts created after it.
+const FORCE_GC = process.env.SOAK_HOST_GC === '1';
+const gc = FORCE_GC ? (v8.setFlagsFromString('--expose-gc'), vm.runInNewContext('gc')) : () => {};
+
+const statusMb = (pid, name) => {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
+};
+const fds = (pid) => fs.readdirSync(`/proc/${pid}/fd`).length;
 
 function sample(label) {
   gc();
   const memory = process.memoryUsage();
-  const status = fs.readFileSync('/proc/self/status', 'utf8');
-  const kb = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
+  const sidecar = sidecarPid();
   const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
   const heap = v8.getHeapStatistics();
   const mb = (bytes) => bytes / 2 ** 20;
   return {
     label,
     rss: mb(memory.rss),
-    anon: kb('RssAnon'),
-    file: kb('RssFile'),
+    anon: statusMb('self', 'RssAnon'),
+    file: statusMb('self', 'RssFile'),
     heapUsed: mb(memory.heapUsed),
     heapTotal: mb(memory.heapTotal),
     external: mb(memory.external),
@@ -45,7 +56,10 @@ function sample(label) {
     young: mb(young.space_size),
     youngResident: mb(young.physical_space_size),
     heapLimit: mb(heap.heap_size_limit),
-    fds: fs.readdirSync('/proc/self/fd').length,
+    fds: fds('self'),
+    sidecar,
+    sidecarRss: sidecar ? statusMb(sidecar, 'VmRSS') : NaN,
+    sidecarFds: sidecar ? fds(sidecar) : NaN,
   };
 }
 
@@ -88,7 +102,7 @@ async function soak() {
     v8: process.versions.v8,
     execArgv: process.execArgv,
     nodeOptions: process.env.NODE_OPTIONS ?? '',
-    gcSource,
+    gc: FORCE_GC ? 'a full collection forced before each sample (SOAK_HOST_GC=1)' : 'none forced: sampled as the host runs',
     pid: process.pid,
     turns: TURNS,
     samples: [],
@@ -105,7 +119,7 @@ async function soak() {
   if (process.env.SOAK_HOST_COPILOT === '1') {
     try {
       await vscode.commands.executeCommand('workbench.action.chat.manage');
-      for (const until = Date.now() + 60_000; !vscode.extensions.getExtension(COPILOT) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 500));
+      for (const until = Date.now() + 60_000; !vscode.extensions.getExtension(COPILOT) && Date.now() < until;) await new Promise((r) => setTimeout(r, 500));
       await vscode.extensions.getExtension(COPILOT)?.activate();
     } catch (error) {
       result.copilot.activateError = String(error && error.message).slice(0, 200);
@@ -120,6 +134,7 @@ async function soak() {
   const task = vscode.LanguageModelChatMessage.User(plan.TASK);
   let history = [task];
   let pending = [];
+  let sidecarSince = -Infinity; // the turn the running sidecar was restarted at
   const turns = [];
   const started = Date.now();
   for (let turn = 1; turn <= TURNS; turn++) {
@@ -165,7 +180,19 @@ async function soak() {
       error = e;
     }
     clearTimeout(watchdog);
-    turns.push({ turn, ms: Date.now() - t0, fault: planned.fault, meant: plan.meantToFail(planned), ok: !error, error: error ? String(error.message).slice(0, 120) : undefined, cut: source.token.isCancellationRequested });
+    // What the user reads: a message in our words, none of the client library's, no stack in it
+    // (VS Code hands the consumer its own error with our message, not the provider's object).
+    const clear = !error || (typeof error.message === 'string' && error.message.trim() !== '' && !plan.LIBRARY.test(error.message));
+    turns.push({
+      turn,
+      ms: Date.now() - t0,
+      fault: planned.fault,
+      meant: plan.meantToFail(planned),
+      ok: !error,
+      clear,
+      error: error ? String(error.message).slice(0, 120) : undefined,
+      cut: source.token.isCancellationRequested,
+    });
     source.dispose();
     if (!error && summarising) history = [task, vscode.LanguageModelChatMessage.Assistant(text)];
     else if (!error) {
@@ -176,10 +203,17 @@ async function soak() {
       // The client restarts it by itself; wait for the new one as the bench does, within a bound.
       const killed = result.kills.at(-1)?.killed;
       let next;
-      for (const until = Date.now() + 10_000; (!next || next === killed) && Date.now() < until; next = sidecarPid()) await new Promise((r) => setTimeout(r, 50));
+      for (const until = Date.now() + 10_000; (!next || next === killed) && Date.now() < until; next = sidecarPid())
+        await new Promise((r) => setTimeout(r, 50));
       Object.assign(result.kills.at(-1) ?? {}, { next, ok: !error });
     }
-    if (turn === 50 || turn % 100 === 0) {
+    if (planned.fault === 'kill') sidecarSince = turn;
+    if (turn === sidecarSince + plan.SIDECAR_WARM) result.samples.push(sample(`sidecar warm, turn ${turn}`));
+    if (turn === 50) {
+      result.samples.push(sample('turn 50'));
+      await rest();
+      result.samples.push(sample('turn 50, at rest'));
+    } else if (turn % 100 === 0) {
       result.samples.push(sample(`turn ${turn}`));
       log(`turn ${turn}: ${((Date.now() - started) / 1000).toFixed(0)} s, rss ${result.samples.at(-1).rss.toFixed(1)} MB`);
     }
@@ -187,6 +221,8 @@ async function soak() {
   }
   result.wallS = (Date.now() - started) / 1000;
   result.samples.push(sample('end'));
+  await rest();
+  result.samples.push(sample('end, at rest'));
   result.extensions.end = activeExtensions();
   result.copilot.end = copilot();
   const failed = turns.filter((t) => !t.ok);
@@ -197,16 +233,10 @@ async function soak() {
   result.cut = turns.filter((t) => t.cut).length;
   result.longestMs = Math.max(...turns.map((t) => t.ms));
   result.errors = [...new Set(failed.map((t) => t.error))].slice(0, 8);
-  // After the measured run: push the nursery to its maximum with short-lived garbage, to read the
-  // largest young generation this V8 will size (its max semi-space), which no API reports.
-  // V8 grows the nursery by what survives its scavenges: keep a window of objects alive.
-  let junk = [];
-  for (let i = 0; i < 12_000_000; i++) {
-    junk.push({ i, s: `x${i}` });
-    if (junk.length > 200_000) junk = [];
-  }
-  junk = undefined;
-  result.youngMax = sample('after the nursery probe');
+  result.unclear = turns
+    .filter((t) => !t.clear)
+    .map(({ turn, error }) => ({ turn, error }))
+    .slice(0, 10);
   return result;
 }
 
