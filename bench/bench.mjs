@@ -11,7 +11,6 @@ import { activate, median, rssMb, startGateway, storageDir } from './host.mjs';
 import { firstStartRows } from './firststart.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
 import { soakRows } from './soak.mjs';
-import { soakHostRows } from './soak-host.mjs';
 import { accuracyRows, tokenRows } from './tokens.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
@@ -63,8 +62,9 @@ await section('firststart', () => firstStartRows(gateway));
 // baseline's tokenizer ranks; parsing them raises glibc's trim threshold for the process's whole life,
 // rfcs/0005-performance.md, "What heaptrack showed"), and the soak measures the host's memory.
 await section('soak', () => (only === 'soak' ? soakRows(gateway) : soakApart()));
-// The same session in VS Code's own extension host (code-server), where users have it.
-await section('soak-host', () => soakHostRows());
+// The same session in VS Code's own extension host (code-server), where users have it. Imported
+// here only: it loads playwright, whose tens of MB of heap no other section's process may hold.
+await section('soak-host', async () => (await import('./soak-host.mjs')).soakHostRows());
 
 async function soakApart() {
   const file = path.join(storageDir(), 'soak-rows.json');
