@@ -19,13 +19,19 @@ const REST_S = 30; // the pause before the start's and the end's samples (bench/
 const RUN_LIMIT_MS = 300_000 + TURNS * 1_500 + 2 * REST_S * 1000;
 
 export async function soakHostRows() {
-  const result = await runInHost();
+  const result = await runInHost('ours');
   printSeries(result);
+  // The baseline in a host of its own, without our extension: the same turns through floor.js.
+  const floor = await runInHost('floor');
+  printSeries(floor);
   const at = (label) => result.samples.find((s) => s.label === label);
   // At rest: each after the same pause (bench/soak-driver), as a user's session has them.
   const start = at('turn 50, at rest') ?? at('activated'); // a short run (SOAK_TURNS) ends before turn 50
   const end = at('end, at rest');
   const busy = [at('turn 50') ?? at('activated'), at('end')]; // right after the turns, no pause
+  const floorAt = (label) => floor.samples.find((s) => s.label === label);
+  const floorStart = floorAt('turn 50, at rest') ?? floorAt('activated');
+  const floorEnd = floorAt('end, at rest');
   const warm = result.samples.filter((s) => s.label.startsWith('sidecar warm')).at(-1) ?? start;
   const pct = (a, b) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(1)} %`;
   const flat = (a, b) => b <= a * 1.1;
@@ -52,6 +58,11 @@ export async function soakHostRows() {
       ok: flat(start.rss, end.rss) && flat(start.fds, end.fds),
     },
     {
+      metric: `  the baseline's host (floor.js, no extension of ours), the same: RSS / open files; young generation`,
+      value: `${floorStart.rss.toFixed(0)} → ${floorEnd.rss.toFixed(0)} MB (${pct(floorStart.rss, floorEnd.rss)}, ${(floorEnd.rss - floorStart.rss).toFixed(1)} MB) / ${floorStart.fds} → ${floorEnd.fds}; ${floor.succeeded} / ${floor.failed} turns, longest ${(floor.longestMs / 1000).toFixed(2)} s`,
+      target: '—',
+    },
+    {
       metric: `  sidecar RSS / open files, ${SIDECAR_WARM} turns after its last restart → end`,
       value: `${warm.sidecarRss.toFixed(0)} → ${end.sidecarRss.toFixed(0)} MB (${pct(warm.sidecarRss, end.sidecarRss)}) / ${warm.sidecarFds} → ${end.sidecarFds}`,
       target: '≤ +10 %',
@@ -60,8 +71,8 @@ export async function soakHostRows() {
   ];
 }
 
-async function runInHost() {
-  const { cache, dirs, gateway, port, env } = await host.prepareRun('soak-host', SETTINGS);
+async function runInHost(provider) {
+  const { cache, dirs, gateway, port, env } = await host.prepareRun(`soak-host-${provider}`, SETTINGS);
   const out = path.join(dirs.base, 'soak-host.json');
   // host.hostEnv builds the host's environment afresh: what the driver reads is passed on here.
   Object.assign(env, {
@@ -71,13 +82,14 @@ async function runInHost() {
     SOAK_HOST_REST_MS: String(REST_S * 1000),
     SOAK_HOST_COPILOT: process.env.SOAK_HOST_COPILOT ?? '',
     SOAK_HOST_GC: process.env.SOAK_HOST_GC ?? '',
+    SOAK_HOST_PROVIDER: provider,
   });
   const devRoot = path.join(dirs.base, 'dev');
   fs.cpSync(path.join(host.ROOT, 'bench/soak-driver'), path.join(devRoot, 'soak-driver'), { recursive: true });
   fs.copyFileSync(path.join(host.ROOT, 'bench/soak-plan.mjs'), path.join(devRoot, 'soak-driver', 'soak-plan.mjs'));
   let browser;
   try {
-    host.installVsix(cache, dirs, env, host.VSIX);
+    if (provider === 'ours') host.installVsix(cache, dirs, env, host.VSIX);
     await host.startCodeServer(cache, dirs, env, port);
     browser = await host.launchBrowser();
     const page = await browser.newPage();

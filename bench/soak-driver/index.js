@@ -10,7 +10,11 @@ const v8 = require('node:v8');
 const vm = require('node:vm');
 const vscode = require('vscode');
 
-const VENDOR = 'vercel-ai-gateway';
+const { FLOOR_VENDOR, registerFloor } = require('./floor');
+
+// Ours, or the baseline's (floor.js) when SOAK_HOST_PROVIDER=floor: the same turns either way.
+const FLOOR = process.env.SOAK_HOST_PROVIDER === 'floor';
+const VENDOR = FLOOR ? FLOOR_VENDOR : 'vercel-ai-gateway';
 const MODEL = 'fake/tools';
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
 const RUN_LIMIT_MS = Number(process.env.SOAK_HOST_LIMIT_MS ?? 1_500_000);
@@ -104,6 +108,7 @@ async function soak() {
     nodeOptions: process.env.NODE_OPTIONS ?? '',
     gc: FORCE_GC ? 'a full collection forced before each sample (SOAK_HOST_GC=1)' : 'none forced: sampled as the host runs',
     pid: process.pid,
+    provider: VENDOR,
     turns: TURNS,
     samples: [],
     extensions: {},
@@ -127,6 +132,7 @@ async function soak() {
     result.copilot.activated = copilot();
     result.samples.push(sample('copilot activated'));
   }
+  const floor = FLOOR ? registerFloor(MODEL) : undefined;
   const model = await soakModel(Date.now() + 240_000);
   result.samples.push(sample('activated'));
   result.extensions.activated = activeExtensions();
@@ -202,7 +208,7 @@ async function soak() {
     if (planned.fault === 'kill') {
       // The client restarts it by itself; wait for the new one as the bench does, within a bound.
       const killed = result.kills.at(-1)?.killed;
-      let next;
+      let next = killed ? undefined : 'none'; // the floor has no sidecar to wait for
       for (const until = Date.now() + 10_000; (!next || next === killed) && Date.now() < until; next = sidecarPid())
         await new Promise((r) => setTimeout(r, 50));
       Object.assign(result.kills.at(-1) ?? {}, { next, ok: !error });
@@ -224,6 +230,7 @@ async function soak() {
   await rest();
   result.samples.push(sample('end, at rest'));
   result.extensions.end = activeExtensions();
+  floor?.dispose();
   result.copilot.end = copilot();
   const failed = turns.filter((t) => !t.ok);
   result.succeeded = turns.length - failed.length;
