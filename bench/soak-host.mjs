@@ -15,8 +15,7 @@ import { SETTINGS, SIDECAR_WARM, TURN_TARGET_MS } from './soak-plan.mjs';
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
 // The whole run's limit: the sidecar's first start (≤ 240 s) and the turns (~0.1–0.5 s each, the
 // faults' waits apart), with room; the driver has its own, a minute shorter.
-const REST_S = 30; // the pause before the start's and the end's samples (bench/soak-driver says why)
-const RUN_LIMIT_MS = 300_000 + TURNS * 1_500 + 2 * REST_S * 1000;
+const RUN_LIMIT_MS = 300_000 + TURNS * 1_500;
 
 export async function soakHostRows() {
   const result = await runInHost('ours');
@@ -25,13 +24,11 @@ export async function soakHostRows() {
   const floor = await runInHost('floor');
   printSeries(floor);
   const at = (label) => result.samples.find((s) => s.label === label);
-  // At rest: each after the same pause (bench/soak-driver), as a user's session has them.
-  const start = at('turn 50, at rest') ?? at('activated'); // a short run (SOAK_TURNS) ends before turn 50
-  const end = at('end, at rest');
-  const busy = [at('turn 50') ?? at('activated'), at('end')]; // right after the turns, no pause
+  const start = at('turn 50') ?? at('activated'); // a short run (SOAK_TURNS) ends before turn 50
+  const end = at('end');
   const floorAt = (label) => floor.samples.find((s) => s.label === label);
-  const floorStart = floorAt('turn 50, at rest') ?? floorAt('activated');
-  const floorEnd = floorAt('end, at rest');
+  const floorStart = floorAt('turn 50') ?? floorAt('activated');
+  const floorEnd = floorAt('end');
   const warm = result.samples.filter((s) => s.label.startsWith('sidecar warm')).at(-1) ?? start;
   const pct = (a, b) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(1)} %`;
   const flat = (a, b) => b <= a * 1.1;
@@ -52,14 +49,14 @@ export async function soakHostRows() {
     },
     {
       // Read as the host runs (no forced collection, which no user's host makes: bench/soak-driver).
-      metric: `  extension host RSS / open files, turn 50 → end, each after ${REST_S} s at rest (young generation; heap used); right after the turns`,
-      value: `${start.rss.toFixed(0)} → ${end.rss.toFixed(0)} MB (${pct(start.rss, end.rss)}, ${(end.rss - start.rss).toFixed(1)} MB) / ${start.fds} → ${end.fds} (${start.young.toFixed(0)} → ${end.young.toFixed(0)} MB; ${start.heapUsed.toFixed(0)} → ${end.heapUsed.toFixed(0)} MB); ${busy[0].rss.toFixed(0)} → ${busy[1].rss.toFixed(0)} MB (${pct(busy[0].rss, busy[1].rss)}; young generation ${busy[0].young.toFixed(0)} → ${busy[1].young.toFixed(0)} MB)`,
+      metric: '  extension host RSS / open files, turn 50 → end (young generation; heap used, not after GC)',
+      value: `${start.rss.toFixed(0)} → ${end.rss.toFixed(0)} MB (${pct(start.rss, end.rss)}, ${(end.rss - start.rss).toFixed(1)} MB) / ${start.fds} → ${end.fds} (${start.young.toFixed(0)} → ${end.young.toFixed(0)} MB; ${start.heapUsed.toFixed(0)} → ${end.heapUsed.toFixed(0)} MB)`,
       target: '≤ +10 %',
       ok: flat(start.rss, end.rss) && flat(start.fds, end.fds),
     },
     {
-      metric: `  the baseline's host (floor.js, no extension of ours), the same: RSS / open files; young generation`,
-      value: `${floorStart.rss.toFixed(0)} → ${floorEnd.rss.toFixed(0)} MB (${pct(floorStart.rss, floorEnd.rss)}, ${(floorEnd.rss - floorStart.rss).toFixed(1)} MB) / ${floorStart.fds} → ${floorEnd.fds}; ${floor.succeeded} / ${floor.failed} turns, longest ${(floor.longestMs / 1000).toFixed(2)} s`,
+      metric: "  the baseline's host (floor.js, no extension of ours), the same session: RSS / open files (young generation); its turns",
+      value: `${floorStart.rss.toFixed(0)} → ${floorEnd.rss.toFixed(0)} MB (${pct(floorStart.rss, floorEnd.rss)}, ${(floorEnd.rss - floorStart.rss).toFixed(1)} MB) / ${floorStart.fds} → ${floorEnd.fds} (${floorStart.young.toFixed(0)} → ${floorEnd.young.toFixed(0)} MB); ${floor.succeeded} / ${floor.failed}, longest ${(floor.longestMs / 1000).toFixed(2)} s`,
       target: '—',
     },
     {
@@ -79,7 +76,6 @@ async function runInHost(provider) {
     SOAK_TURNS: String(TURNS),
     SOAK_HOST_OUT: out,
     SOAK_HOST_LIMIT_MS: String(RUN_LIMIT_MS - 60_000),
-    SOAK_HOST_REST_MS: String(REST_S * 1000),
     SOAK_HOST_COPILOT: process.env.SOAK_HOST_COPILOT ?? '',
     SOAK_HOST_GC: process.env.SOAK_HOST_GC ?? '',
     SOAK_HOST_PROVIDER: provider,

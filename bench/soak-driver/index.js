@@ -19,11 +19,6 @@ const MODEL = 'fake/tools';
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
 const RUN_LIMIT_MS = Number(process.env.SOAK_HOST_LIMIT_MS ?? 1_500_000);
 const log = (line) => console.log(`[soak-host] ${line}`);
-// A user's session pauses between bursts of turns (they read, they type); the soak sends its turns
-// back to back. After such a pause V8's memory reducer has collected and shrunk what the burst
-// grew, so the start and the end are each also read after one, the same for both.
-const REST_MS = Number(process.env.SOAK_HOST_REST_MS ?? 30_000); // bench/soak-host.mjs passes its own
-const rest = () => new Promise((resolve) => setTimeout(resolve, REST_MS));
 
 // Samples are read as the host runs, without a forced full collection: no user's host makes one, and
 // one made at a low allocation rate lets V8 shrink the young generation VS Code's start had sized
@@ -215,11 +210,7 @@ async function soak() {
     }
     if (planned.fault === 'kill') sidecarSince = turn;
     if (turn === sidecarSince + plan.SIDECAR_WARM) result.samples.push(sample(`sidecar warm, turn ${turn}`));
-    if (turn === 50) {
-      result.samples.push(sample('turn 50'));
-      await rest();
-      result.samples.push(sample('turn 50, at rest'));
-    } else if (turn % 100 === 0) {
+    if (turn === 50 || turn % 100 === 0) {
       result.samples.push(sample(`turn ${turn}`));
       log(`turn ${turn}: ${((Date.now() - started) / 1000).toFixed(0)} s, rss ${result.samples.at(-1).rss.toFixed(1)} MB`);
     }
@@ -227,8 +218,6 @@ async function soak() {
   }
   result.wallS = (Date.now() - started) / 1000;
   result.samples.push(sample('end'));
-  await rest();
-  result.samples.push(sample('end, at rest'));
   result.extensions.end = activeExtensions();
   floor?.dispose();
   result.copilot.end = copilot();
