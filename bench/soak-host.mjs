@@ -118,7 +118,7 @@ function printSeries(r) {
   console.error(
     `soak-host: ${r.turns} turns in ${r.wallS.toFixed(0)} s; host pid ${r.pid}, Node ${r.node} (V8 ${r.v8}), execArgv ${JSON.stringify(r.execArgv)}; collections: ${r.gc}`,
   );
-  console.error(`  Copilot Chat: ${JSON.stringify(r.copilot)}; active extensions: ${r.extensions.activated.join(', ')}`);
+  console.error(`  Copilot Chat: ${JSON.stringify(r.copilot)}; active extensions: ${r.activeExtensions.join(', ')}`);
   console.error('  sample: host RSS (anon + file) / heap used / heap total / young generation (resident) / external / fds; sidecar pid RSS / fds');
   for (const s of r.samples) {
     console.error(

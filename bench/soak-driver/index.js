@@ -40,7 +40,6 @@ function sample(label) {
   const memory = process.memoryUsage();
   const sidecar = sidecarPid();
   const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
-  const heap = v8.getHeapStatistics();
   const mb = (bytes) => bytes / 2 ** 20;
   return {
     label,
@@ -50,11 +49,9 @@ function sample(label) {
     heapUsed: mb(memory.heapUsed),
     heapTotal: mb(memory.heapTotal),
     external: mb(memory.external),
-    malloced: mb(heap.malloced_memory),
     // The nursery V8 sized for the whole host's allocation rate, and of it the pages it has touched.
     young: mb(young.space_size),
     youngResident: mb(young.physical_space_size),
-    heapLimit: mb(heap.heap_size_limit),
     fds: fds('self'),
     sidecar,
     sidecarRss: sidecar ? statusMb(sidecar, 'VmRSS') : NaN,
@@ -106,11 +103,9 @@ async function soak() {
     provider: VENDOR,
     turns: TURNS,
     samples: [],
-    extensions: {},
     kills: [],
   };
   result.samples.push(sample('host start'));
-  result.extensions.start = activeExtensions();
   result.copilot = { start: copilot() };
   // Copilot Chat, built into VS Code 1.139, stays disabled (absent from this host) on a fresh
   // browser profile until chat is set up; the UI run's "Chat: Manage Language Models" enables it
@@ -130,7 +125,7 @@ async function soak() {
   const floor = FLOOR ? registerFloor(MODEL) : undefined;
   const model = await soakModel(Date.now() + 240_000);
   result.samples.push(sample('activated'));
-  result.extensions.activated = activeExtensions();
+  result.activeExtensions = activeExtensions();
 
   const task = vscode.LanguageModelChatMessage.User(plan.TASK);
   let history = [task];
@@ -214,11 +209,9 @@ async function soak() {
       result.samples.push(sample(`turn ${turn}`));
       log(`turn ${turn}: ${((Date.now() - started) / 1000).toFixed(0)} s, rss ${result.samples.at(-1).rss.toFixed(1)} MB`);
     }
-    if (turn === 50) result.extensions.turn50 = activeExtensions();
   }
   result.wallS = (Date.now() - started) / 1000;
   result.samples.push(sample('end'));
-  result.extensions.end = activeExtensions();
   floor?.dispose();
   result.copilot.end = copilot();
   const failed = turns.filter((t) => !t.ok);
