@@ -9,6 +9,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from './config';
+import { bounded } from './bounded';
 import { checkMessageTexts, type MessageText } from './saved';
 import { writeFileAtomic } from './storage';
 import { PERSIST_LIMIT } from './tokens';
@@ -147,14 +148,6 @@ export class SealedTexts {
       return undefined;
     }
   }
-}
-
-function bounded<T>(answer: Thenable<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([Promise.resolve(answer), late]).finally(() => clearTimeout(timer));
 }
 
 function asKey(stored: string | undefined): Buffer | undefined {

@@ -22,6 +22,7 @@ import {
   State,
 } from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
+import { bounded } from '../bounded';
 import { CLIENT_ID } from '../config';
 import { GatewayChatError, isCancellation } from '../errors';
 import { DirectRequests } from './direct';
@@ -315,9 +316,7 @@ function kill(child: ChildProcess): void {
   else child.kill('SIGKILL');
 }
 
-/** Waits for `promise`, at most `ms`. */
+/** Waits for `promise`, at most `ms`: past that the step after it runs anyway. */
 async function within(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
+  await bounded(promise, ms).catch(() => undefined);
 }

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { bounded } from '../bounded';
 import { networkSetting, SECTION, setting, settingId } from '../config';
 import { Button, CHOOSE_INTERPRETER, RETRY, showError } from '../errors';
 import { plain } from '../notify';
@@ -201,8 +202,8 @@ async function pythonExtensionInterpreter(): Promise<string | undefined> {
   try {
     const ext = vscode.extensions.getExtension('ms-python.python');
     if (!ext) return undefined;
-    const activated = (await Promise.race([ext.activate(), new Promise((resolve) => setTimeout(resolve, 10_000, undefined))])) as
-      { environments?: { getActiveEnvironmentPath(): { path: string } } } | undefined;
+    // An extension that never activates: no interpreter from it (the catch below).
+    const activated = (await bounded(ext.activate(), 10_000)) as { environments?: { getActiveEnvironmentPath(): { path: string } } } | undefined;
     const found = activated?.environments?.getActiveEnvironmentPath().path;
     return typeof found === 'string' && found ? found : undefined;
   } catch {
