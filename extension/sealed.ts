@@ -27,7 +27,7 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** A larger file was not written by us: SEALED_CHARS as JSON (at most 6 bytes a character, a \uXXXX
  * escape), the counts and the header. */
-const MAX_FILE = SEALED_CHARS * 6 + (1 << 20);
+export const MAX_FILE = SEALED_CHARS * 6 + (1 << 20);
 /** A keychain that has not answered by then (a locked keyring's prompt left open) counts as failed:
  * the last save at shutdown, which VS Code awaits, must end. */
 const KEY_WAIT_MS = 5000;
