@@ -3,7 +3,7 @@
 // writes), through scripts/gen-contract.mjs and json-schema-to-typescript.
 
 export type JsonValue = unknown;
-export type StreamPart = TextPart | ThinkingPart | ToolCallPart | ReasoningStatePart | UsagePart | FinishPart;
+export type StreamPart = TextPart | ThinkingPart | ToolCallPart | ReasoningItemPart | ReasoningStatePart | UsagePart | FinishPart;
 export type ErrorKind =
   | 'auth'
   | 'forbidden'
@@ -171,6 +171,7 @@ export interface ThinkingIn {
   value?: string | string[];
   id?: string | null;
   state?: ReasoningStateIn | null;
+  tagged?: string | null;
 }
 /**
  * What a `reasoningState` part carried, back from the history: the model that reasoned.
@@ -347,6 +348,16 @@ export interface ToolCallPart {
   input: {
     [k: string]: unknown;
   };
+}
+/**
+ * One reasoning item, as soon as it is done, for a host that keeps only what a Responses item
+ * carries (the Copilot harness's bridge, rfcs/0002 "The reasoning round trip"): the extension
+ * reports it as a thinking part whose `encrypted_content` metadata is `tagged`. Opaque, never shown.
+ */
+export interface ReasoningItemPart {
+  type: 'reasoningItem';
+  id: string;
+  tagged: string;
 }
 /**
  * The encrypted reasoning of a response, for the model's next turn (rfcs/0002, "The reasoning

@@ -2,7 +2,7 @@
 // (extension/contract.ts, rfcs/0003-rpc-contract.md). Serialisation is the only place that knows the
 // shape of VS Code's parts.
 import * as vscode from 'vscode';
-import type { MessageIn, ReasoningStateIn, ReasoningStatePart, StreamPart, ToolResultIn, UsagePart } from './contract';
+import type { MessageIn, ReasoningItemPart, ReasoningStateIn, ReasoningStatePart, StreamPart, ToolResultIn, UsagePart } from './contract';
 
 /** A part of a message, and of a tool result, as the sidecar reads them. */
 type WirePart = NonNullable<MessageIn['content']>[number];
@@ -17,6 +17,11 @@ type ThinkingCtor = new (value: string | string[], id?: string, metadata?: Metad
  * thinking part's id and metadata and hands them back with the history of the next request, and it
  * drops data parts of a MIME type it does not know (rfcs/0002, "The reasoning round trip"). */
 export const REASONING_METADATA_KEY = 'vercelAiGateway.reasoning';
+/** Where the Copilot harness's bridge reads (and hands back) one reasoning item's encrypted content:
+ * a string under `encrypted_content`, or `encrypted` (rfcs/0002, "The reasoning round trip"). */
+const ITEM_KEYS = ['encrypted_content', 'encrypted'] as const;
+/** A thinking part with this metadata closes a thinking block: the bridge skips it as content. */
+const DONE_KEY = 'vscode_reasoning_done';
 
 /** The proposed LanguageModelThinkingPart, when this VS Code has it at runtime. */
 function thinkingClass(): ThinkingCtor | undefined {
@@ -54,12 +59,16 @@ function serializePart(part: unknown, withData: boolean): WirePart | undefined {
   const Thinking = thinkingClass();
   if (Thinking && part instanceof Thinking) {
     const thinking = part as unknown as { value: string | string[]; id?: string; metadata?: Metadata };
+    const wire: WirePart = { type: 'thinking', value: thinking.value, id: thinking.id ?? null };
+    if (!withData) return wire; // counting tokens needs none of the reasoning
+    // The sidecar validates both (untrusted, like all history).
     const state = thinking.metadata?.[REASONING_METADATA_KEY];
-    // The sidecar validates the state (untrusted, like all history); counting tokens needs none of it.
-    if (withData && typeof state === 'object' && state !== null) {
-      return { type: 'thinking', value: thinking.value, id: thinking.id ?? null, state: state as ReasoningStateIn };
-    }
-    return { type: 'thinking', value: thinking.value, id: thinking.id ?? null };
+    const tagged = ITEM_KEYS.map((key) => thinking.metadata?.[key]).find((value) => typeof value === 'string');
+    return {
+      ...wire,
+      ...(typeof state === 'object' && state !== null ? { state: state as ReasoningStateIn } : {}),
+      ...(typeof tagged === 'string' ? { tagged } : {}),
+    };
   }
   return serializeByShape(part, withData);
 }
@@ -103,6 +112,8 @@ export function toResponsePart(part: StreamPart, thinking: ThinkingMode): vscode
       if (Thinking) return new Thinking(part.value, part.id ?? undefined);
       return thinking === 'text' ? new vscode.LanguageModelTextPart(part.value) : undefined;
     }
+    case 'reasoningItem':
+      return reasoningItemPart(part);
     case 'reasoningState':
       return reasoningPart(part);
     default:
@@ -110,14 +121,24 @@ export function toResponsePart(part: StreamPart, thinking: ThinkingMode): vscode
   }
 }
 
+/** One reasoning item, as soon as it is done, as an empty thinking part with its id and its tagged
+ * encrypted content where the Copilot harness's bridge reads it (rfcs/0002, "The reasoning round
+ * trip"): the bridge keeps one Responses item per id, in the order reported. Whatever the thinking
+ * setting says, it is never text: without the thinking class there is no round trip. */
+function reasoningItemPart(part: ReasoningItemPart): vscode.LanguageModelResponsePart | undefined {
+  const Thinking = thinkingClass();
+  return Thinking ? new Thinking('', part.id, { encrypted_content: part.tagged }) : undefined;
+}
+
 /** A response's encrypted reasoning as an empty thinking part that carries it in its metadata, under
- * the id of the last reasoning item (the thinking block it belongs to). Whatever the thinking setting
- * says, it is never text: without the thinking class there is no round trip. */
+ * the id of the last reasoning item (the thinking block it belongs to), reported last: Copilot Chat's
+ * editor path keeps a response's last metadata only. It closes the thinking block, so the harness's
+ * bridge, which has each item already, skips it. */
 function reasoningPart(part: ReasoningStatePart): vscode.LanguageModelResponsePart | undefined {
   const Thinking = thinkingClass();
   if (!Thinking || part.items.length === 0) return undefined;
   const state: ReasoningStateIn = { model: part.model, items: part.items };
-  return new Thinking('', part.items[part.items.length - 1].id, { [REASONING_METADATA_KEY]: state });
+  return new Thinking('', part.items[part.items.length - 1].id, { [REASONING_METADATA_KEY]: state, [DONE_KEY]: true });
 }
 
 /** The usage data part newer Copilot reads for its context-window indicator and its background
@@ -132,6 +153,8 @@ export function usageDataPart(usage: UsagePart, factor = 1): vscode.LanguageMode
     completion_tokens: completion,
     total_tokens: prompt + completion,
     prompt_tokens_details: { cached_tokens: Math.min(prompt, Math.round(usage.cachedTokens * scale)) },
+    // Read by the Copilot harness's bridge (rfcs/0004, "One budget unit": scaled like the rest).
+    completion_tokens_details: { reasoning_tokens: Math.min(completion, Math.round(usage.reasoningTokens * scale)) },
   };
   return new vscode.LanguageModelDataPart(Buffer.from(JSON.stringify(payload)), 'usage');
 }

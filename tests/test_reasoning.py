@@ -21,8 +21,12 @@ from conftest import text_of
 from fake_gateway import FakeServer
 from fake_reasoning import MARKER, STEPS
 from gateway_lm.adapt import adapt_stream
-from gateway_lm.messages import MAX_ENCRYPTED, PartOut
+from gateway_lm.messages import MAX_ENCRYPTED, MAX_TAGGED, ChatRequest, PartOut, ReasoningItem
+from gateway_lm.reasoning import tag, untag
 from gateway_lm.replay import events_from_recording
+from gateway_lm.settings import Settings
+from gateway_lm.toolnames import ToolNameMap
+from gateway_lm.translate import build_request
 from sidecar_client import Sidecar
 from test_translate import assert_valid, body_for, msg, text
 
@@ -115,15 +119,33 @@ async def test_another_models_reasoning_is_never_sent(sidecar: Sidecar, gateway:
     assert [i["type"] for i in same if i.get("type") != "message"] == ["reasoning", *CALL_AND_OUTPUT]
 
 
-async def test_history_without_the_reasoning_is_refused_by_a_strict_provider(sidecar: Sidecar) -> None:
-    # What happened before the round trip: thinking came back without its state, and the provider
-    # refused the tool turn. The error reaches the user as one clear message.
+async def test_a_history_that_lost_its_reasoning_is_answered_after_one_retry(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    # An older host, a trimmed history or another model's turn: the thinking came back without its
+    # reasoning, and the strict provider refuses the tool turn once. The turn is sent again with that
+    # step's calls as text, the user gets the answer, the log says what happened; the model's later
+    # requests go so at once (no second refusal).
     await chat(sidecar, "x0", "fake/reasoning", [user(STRICT)])
     history = as_copilot_history(sidecar.parts["x0"])
     history[0]["content"][0].pop("state", None)
+    responses = lambda: [r for r in gateway.gateway.requests if r["path"].endswith("/responses")]  # noqa: E731
+    result = await chat(sidecar, "x1", "fake/reasoning", [user(STRICT), *history])
+    assert result["finishReason"] in ("stop", "toolCalls")  # answered: no error reached the user
+    refused, resent = responses()[1]["body"]["input"], responses()[2]["body"]["input"]
+    assert "function_call" in [i["type"] for i in refused]
+    assert [i["type"] for i in resent] == ["message", "message", "message"]  # the call and result as text
+    assert "[called the tool read_file" in json.dumps(resent)
+    assert any("refused tool calls whose reasoning the history lost" in message for _, message in sidecar.logs)
+    await chat(sidecar, "x2", "fake/reasoning", [user(STRICT), *history])
+    assert len(responses()) == 4  # one request: sent as text at once, no second refusal
+
+
+async def test_a_refusal_that_is_not_about_reasoning_is_not_retried(sidecar: Sidecar, gateway: FakeServer) -> None:
     with pytest.raises(JsonRpcException) as caught:
-        await chat(sidecar, "x1", "fake/reasoning", [user(STRICT), *history])
-    assert "reasoning item missing" in caught.value.message and caught.value.data["kind"] == "bad_request"
+        await chat(sidecar, "e0", "fake/reasoning", [user("[scenario:error-400] hi")])
+    assert caught.value.data["kind"] == "bad_request"
+    assert len([r for r in gateway.gateway.requests if r["path"].endswith("/responses")]) == 1
 
 
 async def test_a_malformed_state_in_history_is_dropped_not_fatal(sidecar: Sidecar, gateway: FakeServer) -> None:
@@ -261,3 +283,137 @@ def test_each_item_names_the_call_after_it_and_oversized_items_stay_behind(caplo
     (state,) = [p for p in parts if p["type"] == "reasoningState"]
     assert [(i["id"], i["before"]) for i in state["items"]] == [("rs_a", None), ("rs_b", "c1"), ("rs_c", "c1")]
     assert "1 reasoning items were too large or too many" in caplog.text
+
+
+# ---- the harness's form: one tagged item per thinking part, in messages of their own ----
+
+
+def test_each_item_leaves_tagged_when_it_is_done_and_late_ones_name_their_call() -> None:
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "rs_a", "type": "reasoning"}},
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "Hm"},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {"id": "rs_a", "type": "reasoning", "encrypted_content": "A", "summary": []},
+        },
+        {"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "call_id": "c1"}},
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+        },
+        {"type": "response.output_item.added", "output_index": 2, "item": {"id": "rs_b", "type": "reasoning"}},
+        {"type": "response.output_item.added", "output_index": 3, "item": {"type": "function_call", "call_id": "c2"}},
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "r",
+                "output": [
+                    {"id": "rs_a", "type": "reasoning", "encrypted_content": "A", "summary": []},
+                    {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+                    {"id": "rs_b", "type": "reasoning", "encrypted_content": "B", "summary": []},
+                    {"type": "function_call", "call_id": "c2", "name": "read", "arguments": "{}"},
+                ],
+            },
+        },
+    ]
+    parts: list[PartOut] = []
+    adapt_stream(events, parts, model="openai/gpt-5")
+    kinds = [p["type"] if p["type"] != "toolCall" else p["callId"] for p in parts]
+    # rs_a right after its thinking and before its call; rs_b's content came only at the end.
+    assert kinds == ["thinking", "reasoningItem", "c1", "c2", "reasoningItem", "reasoningState", "finish"]
+    items = [p for p in parts if p["type"] == "reasoningItem"]
+    assert [untag(p["tagged"]) for p in items] == [
+        ("openai/gpt-5", {"id": "rs_a", "encryptedContent": "A", "summary": [], "before": None}),
+        ("openai/gpt-5", {"id": "rs_b", "encryptedContent": "B", "summary": [], "before": "c2"}),
+    ]
+
+
+def bridged(tagged: str, item_id: str = "rs_x") -> dict[str, Any]:
+    """A reasoning item as the harness's bridge hands it back: its own assistant message."""
+    return msg(2, {"type": "thinking", "value": ["shown ", "thinking"], "id": item_id, "tagged": tagged})
+
+
+def tagged(model: str, item_id: str, before: str | None = None, summary: list[str] | None = None) -> str:
+    item: ReasoningItem = {"id": item_id, "encryptedContent": f"enc-{item_id}", "summary": summary or []}
+    item["before"] = before
+    return tag(model, item)
+
+
+def test_the_harness_history_gets_each_item_back_before_its_call() -> None:
+    # One message per item, as the bridge rebuilds them; the bridge renamed an id that does not start
+    # with "rs" (rs_byok_…): the tag keeps the provider's.
+    body = body_for(
+        [
+            msg(1, text("go")),
+            bridged(tagged("openai/gpt-5", "rs_1", summary=["about rs_1"]), "rs_1"),
+            msg(2, call("c1")),
+            msg(2, call("c2")),
+            msg(1, result("c1")),
+            msg(1, result("c2")),
+            bridged(tagged("openai/gpt-5", "item_2"), "rs_byok_17"),
+            msg(2, call("c3")),
+            msg(1, result("c3")),
+            bridged(tagged("openai/gpt-5", "rs_late", before="c4")),
+            msg(2, call("c4")),  # a late item, handed on after the call it names
+            msg(1, result("c4")),
+            msg(2, text("Done.")),
+        ]
+    )
+    order = [i.get("id") or i.get("call_id") or i["type"] for i in body["input"][1:]]
+    assert order == ["rs_1", "c1", "c1", "c2", "c2", "item_2", "c3", "c3", "rs_late", "c4", "c4", "message"]
+    assert body["input"][1] == {
+        "type": "reasoning",
+        "id": "rs_1",
+        "encrypted_content": "enc-rs_1",
+        "summary": [{"type": "summary_text", "text": "about rs_1"}],
+    }
+    assert "shown thinking" not in json.dumps(body)
+    assert_valid(body)
+
+
+def test_the_harness_form_is_read_as_untrusted_and_for_its_model_only() -> None:
+    body = body_for(
+        [
+            msg(1, text("go")),
+            bridged(tagged("anthropic/claude-sonnet-4.5", "rs_a")),  # another model's
+            bridged("gAAAAB-not-ours"),  # another provider's encrypted content, untagged
+            bridged("aigw1.!!!.x"),  # a tag that does not read
+            bridged("aigw1." + "e30" + ".x"),  # {} : no model, no id
+            bridged(tagged("openai/gpt-5", "rs_1")),
+            msg(2, call("c1")),
+            msg(1, result("c1")),
+            msg(2, {"type": "thinking", "value": "", "id": "rs_1", "tagged": tagged("openai/gpt-5", "rs_1")}),
+        ]
+    )
+    assert [i.get("id") for i in body["input"] if i["type"] == "reasoning"] == ["rs_1"]  # once
+    # A tagged text over the bound is dropped, not the request.
+    big = "aigw1.e30." + "x" * (MAX_TAGGED + 1)
+    assert [i["type"] for i in body_for([msg(1, text("go")), bridged(big), msg(2, text("ok"))])["input"]] == [
+        "message",
+        "message",
+    ]
+
+
+def test_a_step_without_its_reasoning_goes_as_text_only_when_asked() -> None:
+    history = [
+        msg(1, text("go")),
+        msg(2, call("c1")),  # lost its reasoning
+        msg(1, result("c1")),
+        bridged(tagged("openai/gpt-5", "rs_2")),
+        msg(2, call("c2")),
+        msg(1, result("c2")),
+    ]
+    kept = [i["type"] for i in body_for(history)["input"]]
+    assert kept == ["message", *CALL_AND_OUTPUT, "reasoning", *CALL_AND_OUTPUT]
+    request = ChatRequest.model_validate({"model": "openai/gpt-5", "messages": history})
+    text_body = build_request(request, Settings(), ToolNameMap([]), unreasoned_as_text=True)
+    assert [i["type"] for i in text_body["input"]] == [
+        "message",
+        "message",
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]

@@ -7,8 +7,8 @@ See rfcs/0002-stream-state-machine.md. In short:
 - a function call is emitted once per `call_id`, when its item is done (or, failing that, at the
   terminal event from whatever arguments arrived), with arguments parsed;
 - a stream that ends without `response.completed|incomplete|failed` is an error;
-- the encrypted reasoning of the response leaves as one `reasoningState` part at its end, for the
-  next tool turn (reasoning.py).
+- the encrypted reasoning leaves for the next tool turn as a `reasoningItem` part per item, when the
+  item is done, and as one `reasoningState` part at the response's end (reasoning.py).
 """
 
 from __future__ import annotations
@@ -206,7 +206,9 @@ class StreamAdapter:
         if item.type == "message":
             return self._message_leftovers(key, raw)
         if item.type == "reasoning":
-            return self._reasoning_leftovers(key, raw)
+            parts = self._reasoning_leftovers(key, raw)
+            handed = self._reasoning.item_part(key, self._model)
+            return [*parts, handed] if handed is not None else parts
         return []
 
     # ---- lifecycle ----
@@ -238,6 +240,7 @@ class StreamAdapter:
         self._remember_response(response)
         parts = self._items.flush_calls(response)
         self._reasoning.see_output(response.get("output"))
+        parts.extend(self._reasoning.late_parts(self._model))
         state = self._reasoning.part(self._model)
         if state is not None:
             parts.append(state)

@@ -151,6 +151,23 @@ def looks_like_overflow(text: str) -> bool:
     return any(hint in lowered for hint in _OVERFLOW_HINTS)
 
 
+# How providers refuse a tool call whose reasoning the history lost: Anthropic with thinking on
+# ("Expected `thinking` or `redacted_thinking`, but found `tool_use`", "a final `assistant` message
+# must start with a thinking block"), OpenAI ("… was provided without its required 'reasoning' item"),
+# Gemini 3 ("Function call is missing a thought_signature"), DeepSeek and others ("reasoning_content
+# is missing"); the fake gateway's strict scenario says "reasoning item missing".
+_LOST_REASONING = re.compile(
+    r"expected\W+(redacted_)?thinking|thinking block|reasoning\W{0,3}item|thought[_ ]signature|reasoning_content",
+    re.IGNORECASE,
+)
+
+
+def refuses_lost_reasoning(error: GatewayError) -> bool:
+    """The provider refused the request because a tool call in its history came without the
+    reasoning that preceded it (rfcs/0002, "A history that lost its reasoning")."""
+    return error.kind == "bad_request" and _LOST_REASONING.search(error.message) is not None
+
+
 def kind_for_status(status: int, detail: str = "", code: str = "") -> ErrorKind:
     if status == 401:
         return "auth"

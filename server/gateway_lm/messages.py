@@ -66,6 +66,11 @@ MAX_ENCRYPTED = 1 << 20  # characters of one item's encrypted content
 MAX_SUMMARY = 64 * 1024  # characters of one summary part
 MAX_SUMMARY_PARTS = 32
 MAX_REASONING_ID = 256
+# Characters of an item's encrypted content as a host that keeps only what a Responses item carries
+# hands it back: tagged with the model, the item's id, the call after it and its summary
+# (reasoning.tag); a longer one is dropped, never the request.
+MAX_TAG_HEAD = 1 << 17  # characters of the tag's head (model, id, call, summary); its summary gives way
+MAX_TAGGED = MAX_ENCRYPTED + MAX_TAG_HEAD + 16
 
 _Id = Annotated[str, Field(min_length=1, max_length=MAX_REASONING_ID)]
 
@@ -99,11 +104,26 @@ def _state_or_none(value: Any, handler: ValidatorFunctionWrapHandler) -> Reasoni
     return state
 
 
+_Tagged = Annotated[str, Field(min_length=1, max_length=MAX_TAGGED)]
+
+
+def _tagged_or_none(value: Any, handler: ValidatorFunctionWrapHandler) -> str | None:
+    try:
+        tagged: str | None = handler(value)
+    except ValidationError as error:
+        log.debug("a tagged reasoning item in the history was dropped: %s", error.errors()[0]["msg"])
+        return None
+    return tagged
+
+
 class ThinkingIn(_Part):
     type: Literal["thinking"]
     value: str | list[str] = ""
     id: str | None = None
     state: Annotated[ReasoningStateIn | None, WrapValidator(_state_or_none)] = None
+    # One reasoning item's encrypted content as the Copilot harness's bridge hands it back (the
+    # thinking part's `encrypted_content` or `encrypted` metadata), tagged (reasoning.tag).
+    tagged: Annotated[_Tagged | None, WrapValidator(_tagged_or_none)] = None
 
 
 class UnknownIn(_Part):
@@ -225,6 +245,16 @@ class ReasoningStatePart(TypedDict):
     items: list[ReasoningItem]
 
 
+class ReasoningItemPart(TypedDict):
+    """One reasoning item, as soon as it is done, for a host that keeps only what a Responses item
+    carries (the Copilot harness's bridge, rfcs/0002 "The reasoning round trip"): the extension
+    reports it as a thinking part whose `encrypted_content` metadata is `tagged`. Opaque, never shown."""
+
+    type: Literal["reasoningItem"]
+    id: str
+    tagged: str  # the encrypted content, tagged with the model and the item (reasoning.tag)
+
+
 class UsagePart(TypedDict):
     type: Literal["usage"]
     inputTokens: int
@@ -243,7 +273,7 @@ class FinishPart(TypedDict):
     responseId: str | None
 
 
-PartOut = TextPart | ThinkingPart | ToolCallPart | ReasoningStatePart | UsagePart | FinishPart
+PartOut = TextPart | ThinkingPart | ToolCallPart | ReasoningItemPart | ReasoningStatePart | UsagePart | FinishPart
 """What a chat streams (`gateway/parts`, the CLI's --json lines). A failure is no part: it ends the
 request as an error."""
 

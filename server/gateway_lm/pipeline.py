@@ -42,12 +42,16 @@ class Prepared:
 
 
 async def prepare(
-    request: ChatRequest, settings: Settings, model: ModelInfo | None = None, limit: InputLimit | None = None
+    request: ChatRequest,
+    settings: Settings,
+    model: ModelInfo | None = None,
+    limit: InputLimit | None = None,
+    unreasoned_as_text: bool = False,
 ) -> Prepared:
     """`model`: the catalogue's entry (translate.build_request); `limit`: the model's real input
-    limit, which the request is fitted into (fit.py)."""
+    limit, which the request is fitted into (fit.py); `unreasoned_as_text`: translate.build_request."""
     names = ToolNameMap([tool.name for tool in request.tools])
-    body = build_request(request, settings, names, model)
+    body = build_request(request, settings, names, model, unreasoned_as_text)
     if limit is not None and has_tool_results(body):  # serialising and counting it hold no event loop
         body = await asyncio.to_thread(fit_request, body, request.model, limit)
     return Prepared(body, names, for_model(request.model, settings.modelOptions).extraHeaders)

@@ -28,11 +28,10 @@ from .messages import (
     DataIn,
     MessageIn,
     TextIn,
-    ThinkingIn,
     ToolCallIn,
     ToolResultIn,
 )
-from .reasoning import reasoning_items
+from .reasoning import HistoryReasoning
 from .settings import Settings, held_privacy
 from .toolnames import ToolNameMap
 
@@ -54,15 +53,20 @@ Item = dict[str, Any]
 
 
 def build_request(
-    request: ChatRequest, settings: Settings, names: ToolNameMap, model: ModelInfo | None = None
+    request: ChatRequest,
+    settings: Settings,
+    names: ToolNameMap,
+    model: ModelInfo | None = None,
+    unreasoned_as_text: bool = False,
 ) -> dict[str, Any]:
     """`model`: the catalogue's entry, None when the model is not in it. When it reasons, its
     encrypted reasoning is asked for (the gateway stores nothing with `store: false`), to hand back
     on the next tool turn (reasoning.py); models that do not reason refuse the `include`. Its
-    reasoning effort is one it accepts (effort.py)."""
+    reasoning effort is one it accepts (effort.py). `unreasoned_as_text`: the tool calls of a step
+    whose reasoning the history lost go as text (for a model that refuses them otherwise)."""
     body: dict[str, Any] = {
         "model": request.model,
-        "input": translate_messages(request.messages, names, request.model),
+        "input": translate_messages(request.messages, names, request.model, unreasoned_as_text),
         "store": False,
         "stream": True,
     }
@@ -206,23 +210,37 @@ def collect_instructions(messages: list[MessageIn]) -> str:
     return "\n\n".join(t for t in texts if t)
 
 
-def translate_messages(messages: list[MessageIn], names: ToolNameMap, model: str = "") -> list[Item]:
+def translate_messages(
+    messages: list[MessageIn], names: ToolNameMap, model: str = "", unreasoned_as_text: bool = False
+) -> list[Item]:
+    """`unreasoned_as_text`: a step (a run of assistant messages: one response) whose calls have no
+    reasoning before them goes as a transcript (rfcs/0002, "A history that lost its reasoning")."""
     results = {part.callId: part for m in messages for part in m.content if isinstance(part, ToolResultIn)}
     called = {
         part.callId for m in messages if m.role == ROLE_ASSISTANT for part in m.content if isinstance(part, ToolCallIn)
     }
+    reasoning = HistoryReasoning(messages, model)
     items: list[Item] = []
-    reasoning_ids: set[str] = set()
-    for message in messages:
+    step: list[Item] = []  # the items of the current run of assistant messages
+    for index, message in enumerate(messages):
         if message.role == ROLE_SYSTEM:
             continue
         if message.role == ROLE_ASSISTANT:
-            states = [p.state for p in message.content if isinstance(p, ThinkingIn) and p.state is not None]
-            reasoning = reasoning_items(states, model, reasoning_ids)
-            items.extend(assistant_items(message, results, names, reasoning))
-        else:
-            items.extend(user_items(message, called))
+            step.extend(assistant_items(message, results, names, (reasoning.first.get(index, []), reasoning.before)))
+            continue
+        items.extend(_step(step, unreasoned_as_text))
+        step = []
+        items.extend(user_items(message, called))
+    items.extend(_step(step, unreasoned_as_text))
     return items
+
+
+def _step(items: list[Item], unreasoned_as_text: bool) -> list[Item]:
+    if not unreasoned_as_text or any(i["type"] == "reasoning" for i in items):
+        return items
+    if not any(i["type"] == "function_call" for i in items):
+        return items
+    return as_transcript(items)
 
 
 def assistant_items(
@@ -234,14 +252,13 @@ def assistant_items(
     """The message's text, then each call with its output; its reasoning where it was: each item
     right before the call that followed it, the others first (a message or nothing followed them)."""
     first, before = reasoning
-    calls = {part.callId for part in message.content if isinstance(part, ToolCallIn)}
-    items: list[Item] = [*first, *(i for call_id, group in before.items() if call_id not in calls for i in group)]
+    items: list[Item] = list(first)
     text = _joined_text(message)
     if text:
         items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
     for part in message.content:
         if isinstance(part, ToolCallIn):
-            items.extend(before.get(part.callId, ()))
+            items.extend(before.pop(part.callId, ()))  # once, were a call id repeated
             items.append(function_call_item(part, names))
             result = results.get(part.callId)
             output = function_output(result) if result is not None else CANCELLED_OUTPUT

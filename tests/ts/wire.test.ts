@@ -80,7 +80,11 @@ test('usage becomes the data part Copilot reads', () => {
     completion_tokens: 2,
     total_tokens: 12,
     prompt_tokens_details: { cached_tokens: 4 },
+    completion_tokens_details: { reasoning_tokens: 1 },
   });
+  // In the unit of the window VS Code was given, reasoning tokens too (the harness's bridge reads them).
+  const scaled = usageDataPart({ type: 'usage', inputTokens: 100, outputTokens: 40, totalTokens: 140, cachedTokens: 0, reasoningTokens: 30 }, 2);
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(scaled.data)).completion_tokens_details, { reasoning_tokens: 15 });
 });
 
 test('errors are classified by the kind the sidecar sent', () => {
@@ -127,11 +131,20 @@ const STATE = {
   ],
 };
 
-test('reasoning state becomes an empty thinking part that carries it, in every thinking mode', () => {
+test('reasoning state becomes an empty thinking part that carries it and closes the block, in every thinking mode', () => {
   for (const mode of ['auto', 'text', 'hidden'] as const) {
     const part = toResponsePart({ type: 'reasoningState', ...STATE }, mode);
     assert.ok(part instanceof stub.LanguageModelThinkingPart, mode);
-    assert.deepEqual([part.value, part.id, part.metadata], ['', 'rs_2', { [REASONING_METADATA_KEY]: STATE }]);
+    // The harness's bridge skips a part marked done: it has each item already.
+    assert.deepEqual([part.value, part.id, part.metadata], ['', 'rs_2', { [REASONING_METADATA_KEY]: STATE, vscode_reasoning_done: true }]);
+  }
+});
+
+test('each reasoning item becomes an empty thinking part with its id and a string encrypted_content, in every thinking mode', () => {
+  for (const mode of ['auto', 'text', 'hidden'] as const) {
+    const part = toResponsePart({ type: 'reasoningItem', id: 'rs_1', tagged: 'aigw1.e30.SECRET-1' }, mode);
+    assert.ok(part instanceof stub.LanguageModelThinkingPart, mode);
+    assert.deepEqual([part.value, part.id, part.metadata], ['', 'rs_1', { encrypted_content: 'aigw1.e30.SECRET-1' }]);
   }
 });
 
@@ -155,4 +168,15 @@ test('the thinking part Copilot hands back is serialised with its reasoning stat
   assert.deepEqual(serializeMessage(m, false).content?.[0], { type: 'thinking', value: 'shown', id: 'rs_2' });
   const foreign = message(2, [new stub.LanguageModelThinkingPart('x', 'a', { other: 1 })]);
   assert.deepEqual(serializeMessage(foreign).content?.[0], { type: 'thinking', value: 'x', id: 'a' });
+});
+
+test('a thinking part the harness hands back is serialised with its encrypted content, from either key', () => {
+  // As the bridge rebuilds a reasoning item: its summary as the value, its encrypted content a string.
+  const bridged = message(2, [new stub.LanguageModelThinkingPart(['a', 'b'], 'rs_1', { encrypted_content: 'aigw1.e30.X' })]);
+  assert.deepEqual(serializeMessage(bridged).content?.[0], { type: 'thinking', value: ['a', 'b'], id: 'rs_1', tagged: 'aigw1.e30.X' });
+  const other = message(2, [new stub.LanguageModelThinkingPart('', 'rs_1', { encrypted: 'aigw1.e30.Y' })]);
+  assert.deepEqual(serializeMessage(other).content?.[0], { type: 'thinking', value: '', id: 'rs_1', tagged: 'aigw1.e30.Y' });
+  assert.deepEqual(serializeMessage(bridged, false).content?.[0], { type: 'thinking', value: ['a', 'b'], id: 'rs_1' });
+  const notString = message(2, [new stub.LanguageModelThinkingPart('', 'rs_1', { encrypted_content: { x: 1 } })]);
+  assert.deepEqual(serializeMessage(notString).content?.[0], { type: 'thinking', value: '', id: 'rs_1' });
 });

@@ -18,7 +18,7 @@ from ..budget import BudgetFactors
 from ..catalogue import ModelInfo, catalogue, input_budget
 from ..client import GatewayClient
 from ..counting import TokenService
-from ..errors import GatewayError, group_without_key
+from ..errors import GatewayError, group_without_key, refuses_lost_reasoning
 from ..fit import InputLimit, fit_request, has_tool_results
 from ..logs import ClientLogHandler, Redactor, configure
 from ..picker import picker_entry
@@ -89,6 +89,9 @@ class Sidecar:
         self._chats: set[str | int] = set()  # requestIds of the chats running now
         self.ledger = Ledger(lambda: self.client, self.notify_billed, self._warn_user)
         self._listing: asyncio.Future[None] | None = None  # the catalogue a guarded chat waits for
+        # Models that refused a tool call whose reasoning the history lost: their requests send such
+        # calls as text from then on (rfcs/0002, "A history that lost its reasoning").
+        self._needs_reasoning: set[str] = set()
 
     # ---- setup ----
 
@@ -202,7 +205,8 @@ class Sidecar:
             request.tools = []
         factor = self.accounting.factor(request.model)
         limit = None if known is None else InputLimit(known.maxInputTokens, factor)
-        prepared = await prepare(request, self.settings, known, limit)
+        unreasoned_as_text = request.model in self._needs_reasoning
+        prepared = await prepare(request, self.settings, known, limit, unreasoned_as_text)
         approval = Approval(request.approvedCost, request.approvedDay, request.approvedUnpriced)
         await self.ledger.guard(
             request.model, approval, prepared.body, known, factor, request.group
@@ -210,17 +214,29 @@ class Sidecar:
         outcome = ChatOutcome()
         self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
         try:
-            return await self._stream(request, prepared, outcome)
+            return await self._stream(request, prepared, outcome, known, limit)
         finally:
             self.tokens.chat_ended()
 
-    async def _stream(self, request: ChatParams, prepared: Prepared, outcome: ChatOutcome) -> ChatResult:
+    async def _stream(
+        self,
+        request: ChatParams,
+        prepared: Prepared,
+        outcome: ChatOutcome,
+        known: ModelInfo | None,
+        limit: InputLimit | None,
+    ) -> ChatResult:
         """The chat streamed; a first overflow on a limit lower than the list says is learned, and the
-        same request, fitted to it, sent once more: the user sees the answer, and a log line."""
+        same request, fitted to it, sent once more: the user sees the answer, and a log line. So is a
+        first refusal of tool calls whose reasoning the history lost: sent once more with them as text."""
         shown: list[bool] = []
         try:
             return await self._stream_once(request, prepared, outcome, shown)
         except GatewayError as error:
+            if refuses_lost_reasoning(error) and not shown and request.model not in self._needs_reasoning:
+                again = await self._without_lost_reasoning(request, prepared, known, limit, error)
+                if again is not None:
+                    return await self._stream_once(request, again, ChatOutcome(), shown)
             if error.kind != "context_overflow":
                 raise
             listed = self.models.get(request.model)
@@ -238,6 +254,29 @@ class Sidecar:
         # The list's window for the model follows the learned limit (fetched again, debounced).
         self.notify_calibration(request.model, self.accounting.factor(request.model))
         return result
+
+    async def _without_lost_reasoning(
+        self,
+        request: ChatParams,
+        prepared: Prepared,
+        known: ModelInfo | None,
+        limit: InputLimit | None,
+        error: GatewayError,
+    ) -> Prepared | None:
+        """The request with the tool calls that lost their reasoning as text, or None when it has none;
+        the model is remembered, so its later requests go so at once."""
+        self._needs_reasoning.add(request.model)
+        again = await prepare(request, self.settings, known, limit, unreasoned_as_text=True)
+        if again.body["input"] == prepared.body["input"]:
+            return None
+        log.info(
+            "chat %s: %s refused tool calls whose reasoning the history lost (%s); sent again with those"
+            " calls as text, and so from now on for this model",
+            request.requestId,
+            request.model,
+            error.message[:200],
+        )
+        return again
 
     async def _refitted(
         self, request: ChatParams, prepared: Prepared, listed: ModelInfo | None, error: GatewayError
