@@ -8,6 +8,7 @@ import { forgetShown } from './errors';
 import { askToSend } from './guard';
 import { KeyStore } from './keys';
 import type { ModelEntry } from './contract';
+import { HarnessNotice } from './harness';
 import { notify } from './notify';
 import { tellWorkspaceCostly } from './overrides';
 import { GatewayChatProvider } from './provider';
@@ -64,10 +65,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     },
     confirmSpend: askToSend,
     tools: () => vscode.lm.tools,
-    onRequest: (initiator) => smallTasks.onRequest(initiator), // requests come after activation
+    onRequest: (initiator) => {
+      smallTasks.onRequest(initiator); // requests come after activation
+      harness.onRequest();
+    },
     log,
   });
   const smallTasks = new SmallTasks({ catalogue: () => provider.catalogue(), state: context.globalState, log });
+  // VS Code's id of this extension (the publisher is the release's: Makefile, PUBLISHER).
+  const harness = new HarnessNotice((context as { extension?: { id?: string } }).extension?.id ?? '', context.globalState, log);
   sidecar.onBilled((requestId, record) => status.billed(requestId, record));
   sidecar.onCalibration(({ model }) => {
     // A window moved; the new one comes with the model list. A message that is not one is ignored.

@@ -34,6 +34,9 @@ const EXTERNAL = new Set([
   'packages/gateway/src/gateway-generation-info.ts', // vercel/ai
   'gateway-provider-options.ts', // vercel/ai
   'chatLanguageModels.json', // VS Code's file of provider groups in the user's profile
+  'agentHostMain.js', // VS Code's agent host, in its bundle (RFC 0009)
+  'src/vs/workbench/contrib/chat/browser/agentSessions/agentHost/agentHostByokLmHandler.ts', // VS Code's sources (RFC 0009)
+  'server-main.js', // code-server's VS Code server, in its bundle (RFC 0009)
 ]);
 const GENERATED = /^(dist|out|python|node_modules|\.venv)\//;
 

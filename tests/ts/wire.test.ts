@@ -84,7 +84,9 @@ test('usage becomes the data part Copilot reads', () => {
   });
   // In the unit of the window VS Code was given, reasoning tokens too (the harness's bridge reads them).
   const scaled = usageDataPart({ type: 'usage', inputTokens: 100, outputTokens: 40, totalTokens: 140, cachedTokens: 0, reasoningTokens: 30 }, 2);
-  assert.deepEqual(JSON.parse(new TextDecoder().decode(scaled.data)).completion_tokens_details, { reasoning_tokens: 15 });
+  assert.deepEqual((JSON.parse(new TextDecoder().decode(scaled.data)) as { completion_tokens_details: unknown }).completion_tokens_details, {
+    reasoning_tokens: 15,
+  });
 });
 
 test('errors are classified by the kind the sidecar sent', () => {
