@@ -281,6 +281,28 @@ try {
     await hideNotificationCenter();
   });
 
+  await step('harness-notice', async () => {
+    // VS Code 1.139 registers the settings that hide extension models from Copilot's agent harness
+    // and the Agents window, both off: after the first chat with our model we say so, once, and the
+    // click writes them to the user's settings (RFC 0009).
+    const notice = await findNotification("hidden from Copilot's agent harness and the Agents window");
+    await page.screenshot({ path: path.join(host.ARTIFACTS, `ui-${host.HOST}-harness-notice.png`) });
+    await notice.getByRole('button', { name: 'Turn On' }).click();
+    await notice.waitFor({ state: 'hidden', timeout: 10_000 });
+    await hideNotificationCenter();
+    const settingsFile = path.join(dirs.ud, 'User', 'settings.json');
+    const deadline = Date.now() + 10_000;
+    const written = () => JSON.parse(fs.readFileSync(settingsFile, 'utf8'));
+    while (written()['chat.agentHost.byokModels.enabled'] !== true && Date.now() < deadline) await page.waitForTimeout(200);
+    assert.equal(written()['chat.agentHost.byokModels.enabled'], true, 'the harness lists our models');
+    const allowed = Object.entries(written()['extensions.supportAgentsWindow'] ?? {}).filter(([, on]) => on === true);
+    assert.deepEqual(
+      allowed.map(([id]) => id.toLowerCase()),
+      ['ai-gateway-lm.ai-gateway-lm'],
+      'the Agents window runs this extension',
+    );
+  });
+
   await step('thinking', async () => {
     await pickModel('Fake Reasoning');
     await send('[scenario:reasoning] Think first');
