@@ -108,8 +108,9 @@ def reasoning_events(item_id: str, step: int, encrypted: str | None) -> list[dic
 # `fake/reasoning-agent` (listed under a base URL with `/agents/` in its path), or
 # `[scenario:reasoning-agent[:OPTION…]]` in the user's message. Per user turn (the tool results after the
 # last message the user typed): `STEPS` tool calls, each preceded by a reasoning item whose encrypted
-# content names the model and the call (only when the request asks for it with `include`), then a text
-# answer. Every request is checked first, as Anthropic with extended thinking checks it: the current
+# content names the model and the call, then a text answer. A request that turns reasoning off
+# (`thinking_off`: no `include` of the encrypted reasoning among them) is neither checked nor reasoned
+# about. Every request is checked first, as Anthropic with extended thinking checks it: the current
 # turn's calls must each follow their reasoning, and every reasoning item sent must verify; otherwise a
 # 400 in Anthropic's words. Options (`:`-separated): `lenient` (no check: a model that does not need its
 # reasoning back), `custom` (call the freeform tool, the one whose schema is `{input: string}`, with a
@@ -232,6 +233,21 @@ def agent_usage(items: int, reasoning: int) -> dict[str, Any]:
     }
 
 
+def thinking_off(body: dict[str, Any]) -> bool:
+    """A request that turns the model's reasoning off (what Anthropic's 400 advises: "disable `thinking`"):
+    no `include` of the encrypted reasoning, `reasoning` with effort "none" or `enabled: false`, or
+    Anthropic's provider option `thinking: {type: "disabled"}`. The model then neither checks nor reasons."""
+    reasoning = body.get("reasoning")
+    options = body.get("providerOptions")
+    anthropic = options.get("anthropic") if isinstance(options, dict) else None
+    thinking = anthropic.get("thinking") if isinstance(anthropic, dict) else None
+    return (
+        INCLUDE not in (body.get("include") or [])
+        or (isinstance(reasoning, dict) and (reasoning.get("effort") == "none" or reasoning.get("enabled") is False))
+        or (isinstance(thinking, dict) and thinking.get("type") == "disabled")
+    )
+
+
 def serve_reasoning_agent(
     h: Handler, scenario: str, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]
 ) -> None:
@@ -241,8 +257,9 @@ def serve_reasoning_agent(
     items = [i for i in body.get("input") or [] if isinstance(i, dict)]
     turn, current = agent_turn(items)
     step = agent_steps(current)
-    entry.update(turn=turn, step=step)
-    problem = None if "lenient" in options else agent_rejection(body)
+    off = thinking_off(body)
+    entry.update(turn=turn, step=step, thinking="off" if off else "on")
+    problem = None if "lenient" in options or off else agent_rejection(body)
     if problem is not None:
         entry.update(status=400, rejected=problem)
         h._json(400, {"error": {"message": problem, "type": "invalid_request_error"}})
@@ -269,7 +286,7 @@ def serve_reasoning_agent(
         tool = functions[0] if functions else (tools[0] if tools else {"name": "get_weather"})
         arguments = fill_arguments(tool.get("parameters") or {}, f"turn-{turn}-step-{step + 1}.txt")
     call_id = f"{AGENT_CALL_PREFIX}{turn}_{step + 1}"
-    encrypted = encrypted_for(str(body.get("model")), call_id) if INCLUDE in (body.get("include") or []) else None
-    events = [created, *reasoning_events(f"rs_agent_t{turn}_{step + 1}", step, encrypted)]
+    encrypted = encrypted_for(str(body.get("model")), call_id)
+    events = [created, *([] if off else reasoning_events(f"rs_agent_t{turn}_{step + 1}", step, encrypted))]
     events += [*call_events(call_id, str(tool.get("name")), json.dumps(arguments), 1), completed(40)]
     h._send(entry, events, gap)
