@@ -1,10 +1,10 @@
 """A real HTTP server on 127.0.0.1 that speaks like the Vercel AI Gateway, by scenario.
 
 The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the last user message,
-or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hostile/…/models` and
-`GET …/tokenizer/…/models`, `GET …/efforts/…/models` pick a catalogue answer by the base URL's path. Every request is
-recorded (body, headers, when the client went away) and served back at `GET /_requests`, so tests in
-other processes (Node, VS Code) can assert what reached the gateway.
+or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hostile/…/models`,
+`GET …/tokenizer/…/models`, `GET …/efforts/…/models` and `GET …/agents/…/models` pick a catalogue answer
+by the base URL's path. Every request is recorded (body, headers, when the client went away) and served
+back at `GET /_requests`, so tests in other processes (Node, VS Code) can assert what reached the gateway.
 Credits, generation lookups and the `billed*` scenarios: fake_spend.py; the bench's soak: fake_soak.py.
 
 Run standalone: `python tests/fake_gateway.py [--port N]` prints `PORT <n>` and serves until killed.
@@ -30,7 +30,8 @@ from typing import Any
 import fake_spend
 from fake_agent import MODEL as AGENT_MODEL
 from fake_agent import serve_agent_loop
-from fake_reasoning import serve_strict_reasoning
+from fake_reasoning import AGENT_MODEL as REASONING_AGENT_MODEL
+from fake_reasoning import serve_reasoning_agent, serve_strict_reasoning
 from fake_soak import serve_soak
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -371,6 +372,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"object": "list", "data": [*MODELS, TOKENIZER_MODEL]})
             elif "/efforts/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS]})
+            elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
+                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, REASONING_AGENT_MODEL]})
             else:
                 self._json(200, {"object": "list", "data": MODELS})
         elif self.path == "/_requests":
@@ -505,6 +508,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
             h.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        return
+    if scenario == "reasoning-agent" or scenario.startswith("reasoning-agent:"):
+        serve_reasoning_agent(h, scenario, body, entry, created)
         return
     if scenario.startswith("strict-reasoning"):
         serve_strict_reasoning(h, scenario, body, entry, created)
