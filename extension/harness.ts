@@ -2,8 +2,9 @@
 // the editor's chat harness from VS Code 1.141) and the Agents window, which reach extension models
 // through VS Code's BYOK bridge. VS Code marks every model of an extension other than Copilot Chat
 // `isBYOK`, so ours qualify; what hides them is two settings, off by default (read in the 1.139 host:
-// rfcs/0009-copilot-harness.md). The user is told once, and a click turns them on; nothing is written
-// without it.
+// rfcs/0009-copilot-harness.md). The user of a desktop VS Code is told once, and a click turns them
+// on; nothing is written without it. A web workbench (code-server, vscode.dev) has no bridge: there
+// the settings change nothing, and nothing is said.
 import * as vscode from 'vscode';
 import { notify } from './notify';
 
@@ -49,7 +50,7 @@ export class HarnessNotice {
   }
 
   private async tell(): Promise<void> {
-    if (this.state.get<boolean>(TOLD_KEY)) return;
+    if (this.state.get<boolean>(TOLD_KEY) || vscode.env.uiKind === vscode.UIKind.Web) return;
     const hiding = hidingSettings(vscode.workspace.getConfiguration(), this.extensionId);
     if (!hiding.length) return;
     await this.state.update(TOLD_KEY, true);

@@ -66,15 +66,25 @@ function message(role: number, content: Part[]): Message {
 // ---- the renderer leg ----
 
 /** The LM messages the bridge sends for a request: a stateful marker (if any), the instructions as a
- * System message, then one message per input item. */
-export function toMessages(request: ByokRequest): Message[] {
+ * System message, then one message per input item; VS Code 1.139's handler (the host here) then
+ * merges consecutive Assistant messages into one, the upstream one read at 020db717 does not
+ * (`merge` false). */
+export function toMessages(request: ByokRequest, merge = true): Message[] {
   const messages: Message[] = [];
   if (request.previousResponseId) {
     const marker = new TextEncoder().encode(`${request.modelId}\\${request.previousResponseId}`);
     messages.push(message(Role.Assistant, [new stub.LanguageModelDataPart(marker, STATEFUL_MARKER)]));
   }
   if (request.instructions) messages.push(message(Role.System, [new stub.LanguageModelTextPart(request.instructions)]));
-  for (const item of request.input) messages.push(toMessage(item));
+  for (const item of request.input) {
+    const next = toMessage(item);
+    const last = messages.at(-1);
+    if (merge && last && Number(last.role) === Role.Assistant && Number(next.role) === Role.Assistant) {
+      messages[messages.length - 1] = message(Role.Assistant, [...last.content, ...next.content]);
+    } else {
+      messages.push(next);
+    }
+  }
   return messages;
 }
 
@@ -220,6 +230,7 @@ export async function bridgeChat(
   request: ByokRequest,
   token: vscode.CancellationToken,
   onPart?: (part: Part, count: number) => void,
+  merge = true,
 ): Promise<{ result: ByokResult; parts: Part[] }> {
   const parts: Part[] = [];
   const custom = new Set(request.tools?.filter((t) => t.type === 'custom').map((t) => t.name));
@@ -230,7 +241,7 @@ export async function bridgeChat(
     },
   };
   try {
-    await provider.provideLanguageModelChatResponse(model, toMessages(request), toOptions(request), progress, token);
+    await provider.provideLanguageModelChatResponse(model, toMessages(request, merge), toOptions(request), progress, token);
     return { result: fromParts(parts, custom, request.modelId), parts };
   } catch (error) {
     return { result: { output: [], error: error instanceof Error ? error.message : String(error) }, parts };
@@ -314,6 +325,8 @@ export interface SessionOptions {
   toolOutput?: (name: string, callId: string, turn: number) => string;
   /** An older bridge that loses the encrypted reasoning (BridgeSession only). */
   loseEncrypted?: boolean;
+  /** One message per item, never merged: the upstream handler at 020db717 (BridgeSession only). */
+  unmerged?: boolean;
 }
 
 export interface RequestRecord {
@@ -418,13 +431,13 @@ export class BridgeSession {
         ...(this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : {}),
       };
       const sent = await timed(step === 1 ? control.cancelAfterParts : undefined, (token, onPart) =>
-        bridgeChat(this.provider, this.model, request, token, onPart),
+        bridgeChat(this.provider, this.model, request, token, onPart, !this.options.unmerged),
       );
       const { result } = sent;
       record.requests.push({
         turn: record.turn,
         step,
-        messages: toMessages(request).length,
+        messages: toMessages(request, !this.options.unmerged).length,
         result,
         parts: sent.parts.length,
         ms: sent.ms,

@@ -74,6 +74,18 @@ test('nothing is said on a host without the settings, or where they are on alrea
   assert.deepEqual(stub.configUpdates, []);
 });
 
+test('a web workbench (no bridge: the settings would change nothing) is told nothing', { timeout: 10_000 }, async () => {
+  newerHost();
+  stub.env.uiKind = stub.UIKind.Web;
+  try {
+    await chatOnce(new stub.Memento());
+  } finally {
+    stub.env.uiKind = stub.UIKind.Desktop;
+  }
+  assert.deepEqual(stub.shownInfos, []);
+  assert.deepEqual(stub.configUpdates, []);
+});
+
 test('only the setting that hides us is named and written', { timeout: 10_000 }, async () => {
   newerHost();
   stub.settings[AGENTS_WINDOW] = { [ID]: true };

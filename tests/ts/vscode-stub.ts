@@ -68,7 +68,8 @@ export class EventEmitter<T> {
 // What vscode-languageclient reads when it loads, is constructed and starts, so that tests run the
 // real client: classes it extends, the version it checks, and events it subscribes to.
 export const version = '1.133.0'; // engines.vscode's oldest
-export const env = { appName: 'stub', language: 'en' };
+export const UIKind = { Desktop: 1, Web: 2 } as const;
+export const env = { appName: 'stub', language: 'en', uiKind: UIKind.Desktop as number };
 export const LogLevel = { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 } as const;
 export class CompletionItem {}
 export class CodeLens {}
