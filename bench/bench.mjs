@@ -10,11 +10,12 @@ import { fileURLToPath } from 'node:url';
 import { activate, median, rssMb, startGateway, storageDir } from './host.mjs';
 import { firstStartRows } from './firststart.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
+import { harnessRows } from './harness.mjs';
 import { soakRows } from './soak.mjs';
 import { accuracyRows, tokenRows } from './tokens.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
-// tokens | streams | start | huge | accuracy | soak | soak-host | firststart: one section while working on it (`node bench/bench.mjs soak`)
+// tokens | streams | start | huge | accuracy | harness | soak | soak-host | firststart: one section while working on it (`node bench/bench.mjs soak`)
 const only = process.argv[2] ?? process.env.BENCH_ONLY;
 const rows = [];
 const gateway = await startGateway();
@@ -30,7 +31,7 @@ async function section(name, run) {
 }
 
 await section('tokens', () => tokenRows(gateway));
-if (!only || !['tokens', 'soak', 'soak-host', 'firststart'].includes(only)) {
+if (!only || !['tokens', 'harness', 'soak', 'soak-host', 'firststart'].includes(only)) {
   // Five activations on fresh storage (one is at the mercy of whatever the machine did just before);
   // the last stays up for the sections below.
   const starts = [];
@@ -55,6 +56,8 @@ if (!only || !['tokens', 'soak', 'soak-host', 'firststart'].includes(only)) {
   rows.push({ metric: 'sidecar resident memory after the runs', value: `${rssMb(ext.pid).toFixed(0)} MB`, target: '≤ 140 MB', ok: rssMb(ext.pid) <= 140 });
   await ext.deactivate();
 }
+// The Copilot harness's path beside the editor path's, on an activation of its own (bench/harness.mjs).
+await section('harness', () => harnessRows(gateway));
 // The VSIXs as users get them, each on fresh storage (bench/firststart.mjs).
 await section('firststart', () => firstStartRows(gateway));
 // Last, on its own activation and settings (a short idleTimeout, one retry): a long session with faults.

@@ -77,6 +77,8 @@ export async function activate(dir, gateway, settings = {}, { extensionPath = RO
     globalStorageUri: { fsPath: dir },
     extensionPath,
     extension: { packageJSON: { version } },
+    // What Copilot's own requests touch (the small-task prompt, the harness notice): a window's state.
+    globalState: memento(),
     secrets: {
       get: async (k) => secrets.get(k),
       store: async (k, v) => void secrets.set(k, v),
@@ -102,6 +104,11 @@ export async function activate(dir, gateway, settings = {}, { extensionPath = RO
       await sleep(50);
     },
   };
+}
+
+function memento() {
+  const values = new Map();
+  return { get: (key, fallback) => values.get(key) ?? fallback, update: async (key, value) => void values.set(key, value), keys: () => [...values.keys()] };
 }
 
 /** The sidecar processes this bench started (children of this process running gateway_lm). */
