@@ -63,6 +63,18 @@ test('a failed batch rejects its callers and is not remembered', async () => {
   assert.equal(await counter.count('m', 'x'), 5);
 });
 
+test('a count past the bound the saved counts are read with (10^15) is not taken as exact', async () => {
+  const rpc: Rpc = {
+    async request<R>(): Promise<R> {
+      return { counts: [1e15] } as R;
+    },
+    onParts: () => ({ dispose() {} }),
+  };
+  const counter = new TokenCounter(rpc);
+  await assert.rejects(counter.count('m', 'x'), /counts/);
+  assert.equal(counter.known('m', 'x'), undefined, 'and not remembered');
+});
+
 test('memory is bounded', async () => {
   const { rpc } = countingRpc();
   const counter = new TokenCounter(rpc, 2);
