@@ -479,7 +479,11 @@ function hash(key: string): string {
 
 function groupByModel(batch: Pending[]): Map<string, Pending[]> {
   const groups = new Map<string, Pending[]>();
-  for (const p of batch) groups.set(p.model, [...(groups.get(p.model) ?? []), p]);
+  for (const p of batch) {
+    const group = groups.get(p.model);
+    if (group) group.push(p);
+    else groups.set(p.model, [p]);
+  }
   return groups;
 }
 
