@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
+import { bounded } from './bounded';
 import { GROUP_NAME, HOST_COMMANDS, SECRET_API_KEY, VENDOR } from './config';
 import { isRecord } from './saved';
 
@@ -31,20 +32,34 @@ export function groupOf(configuration: unknown): Group | 'keyless' | undefined {
   return { tag: groupTag(key.trim()), key: key.trim() };
 }
 
+/** How long a read of the keychain is waited for (bounded.ts): a keychain that never answers (a
+ * locked or hung keyring) must not hold up the model list and every chat for good. Beside a key in
+ * the environment, only KEYCHAIN_BESIDE_ENV_MS: a keychain that answers does so within milliseconds.
+ * The clock is the read's, not the caller's: while one read is under way every caller waits on it,
+ * and once its time is up they go on at once. */
+const KEYCHAIN_MS = 5000;
+const KEYCHAIN_BESIDE_ENV_MS = 500;
+
 export class KeyStore {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
   private readonly seen = new Set<string>();
   private readonly groups = new Map<string, string>(); // tag → key, of every group listed
   private moving: ((key: string) => void) | undefined; // the migration waits to see its key listed
+  private reading: { answer: Promise<string | undefined>; since: number } | undefined; // the keychain's read under way
 
-  constructor(private readonly secrets: vscode.SecretStorage) {}
+  constructor(
+    private readonly secrets: vscode.SecretStorage,
+    private readonly keychainMs = KEYCHAIN_MS,
+  ) {}
 
   /** The default key: one stored before groups (until it is moved into a group), else the environment's. */
   async get(): Promise<string | undefined> {
-    // Secret storage can fail (no keyring on a Linux desktop): the environment still counts then.
-    const stored = await this.stored();
-    const key = stored || process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN || undefined;
+    // Secret storage can fail (no keyring on a Linux desktop) or never answer: the environment still
+    // counts then, and is not held up by it.
+    const environment = process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN || undefined;
+    const stored = await this.stored(environment ? Math.min(this.keychainMs, KEYCHAIN_BESIDE_ENV_MS) : this.keychainMs);
+    const key = stored || environment;
     if (key) this.seen.add(key);
     return key;
   }
@@ -75,7 +90,7 @@ export class KeyStore {
    * chatLanguageModels.json), go into the new group with the key. Fails quietly otherwise (a VS Code
    * without groups): the key stays the default key, served as before. Returns the group's name. */
   async moveStoredKey(log: Pick<vscode.LogOutputChannel, 'info' | 'warn'>, groupsFile?: string): Promise<string | undefined> {
-    const key = (await this.stored())?.trim();
+    const key = (await this.stored(this.keychainMs))?.trim();
     if (!key) return undefined;
     const keyless = groupsFile ? await keylessChoices(groupsFile, log) : undefined;
     const settings = keyless && Object.keys(keyless.settings).length ? { settings: keyless.settings } : {};
@@ -95,7 +110,7 @@ export class KeyStore {
         this.moving = undefined;
       }
       if (!seen) break; // the command ran but never asked for the group: not VS Code's migration
-      await this.secrets.delete(SECRET_API_KEY).then(undefined, () => undefined);
+      await bounded(this.secrets.delete(SECRET_API_KEY), this.keychainMs).then(undefined, () => undefined);
       log.info(`The stored API key is now the provider group '${name}' (Chat: Manage Language Models).`);
       // The file unread (a remote window), a name VS Code refused is most likely that keyless group.
       const old = keyless ? keyless.names : taken ? [taken] : [];
@@ -107,11 +122,21 @@ export class KeyStore {
     return undefined;
   }
 
-  private stored(): Promise<string | undefined> {
-    return Promise.resolve(this.secrets.get(SECRET_API_KEY)).then(
-      (value) => value,
-      () => undefined,
-    );
+  /** The key stored before groups, waited for at most `ms` since the keychain was asked; undefined
+   * when it fails or has not answered by then (the read goes on, and the next caller waits on it). */
+  private stored(ms: number): Promise<string | undefined> {
+    if (!this.reading) {
+      const answer: Promise<string | undefined> = Promise.resolve(this.secrets.get(SECRET_API_KEY))
+        .then(
+          (value) => value,
+          () => undefined,
+        )
+        .finally(() => {
+          if (this.reading?.answer === answer) this.reading = undefined;
+        });
+      this.reading = { answer, since: Date.now() };
+    }
+    return bounded(this.reading.answer, Math.max(0, this.reading.since + ms - Date.now())).catch(() => undefined);
   }
 
   /** The Language Models editor, where groups are added (Add Models), renamed, given a new key and deleted. */

@@ -7,12 +7,24 @@
 // the model picker) through `plain`.
 import * as vscode from 'vscode';
 
-/** `text` as text: a `[label](target)` link broken to `[label] (target)` (no renderer VS Code uses
- * — its notifications' link parser, markdown — reads a link across the space), `$(name)` escaped to
- * `\$(name)`, which VS Code draws as the characters. Idempotent: plain text passes through twice
- * unchanged. */
+/** `text` as text, whatever markup it holds, in every renderer VS Code draws our text with: its
+ * notifications' link parser (`[label](target)` only), icon labels (`$(name)`) and markdown (the
+ * Language Models editor renders a model's hover as trusted markdown, where a link to `command:`
+ * runs the command when clicked). Each form is broken by a space no parser reads across, or an
+ * escape:
+ * - an inline link or image `[label](target)` → `[label] (target)`;
+ * - a reference link `[label][ref]` → `[label] [ref]`, and a definition `[ref]: target` →
+ *   `[ref] : target`, so that no text of ours defines a reference (a shortcut `[ref]` is then text);
+ * - an autolink `<scheme:…>`, and any HTML tag `<a …>`, → `< scheme:…>`, `< a …>`;
+ * - a bare `command:x` → `command: x` (no scheme of a bare URI is read across the space);
+ * - `$(name)` → `\$(name)`, which VS Code draws as the characters.
+ * Idempotent: text passes through twice unchanged, and text without these forms is unchanged. */
 export function plain(text: string): string {
-  return text.replace(/\]\(/g, '] (').replace(/(?<!\\)\$\(/g, '\\$(');
+  return text
+    .replace(/\]([([:])/g, '] $1')
+    .replace(/<(?=[A-Za-z/!?])/g, '< ')
+    .replace(/(?<![A-Za-z0-9+.-])(command:)(?=\S)/gi, '$1 ')
+    .replace(/(?<!\\)\$\(/g, '\\$(');
 }
 
 export type Level = 'info' | 'warning' | 'error';

@@ -21,8 +21,9 @@ export interface Checked<T> {
 }
 
 // No string Copilot asks about comes near this many tokens (the largest context windows are a few
-// million): a bigger "count" would make every budget negative.
-const MAX_COUNT = 100_000_000;
+// million): a bigger "count" would make every budget negative. The one bound of a count, read from
+// disk here and from the sidecar in tokens.ts.
+export const MAX_COUNT = 100_000_000;
 const SHA1_BASE64 = /^[A-Za-z0-9+/]{27}=$/;
 
 export function checkCounts(raw: unknown): Checked<SavedCounts> {

@@ -5,7 +5,7 @@
 // is advertised in the same unit (rfcs/0004-token-accounting.md, "One budget unit").
 import * as crypto from 'node:crypto';
 import type { Rpc } from './sidecar/rpc';
-import { checkCounts, type MessageText, type SavedCounts } from './saved';
+import { checkCounts, MAX_COUNT, type MessageText, type SavedCounts } from './saved';
 import type { MessageIn } from './contract';
 
 interface Pending {
@@ -408,9 +408,14 @@ function byHash(text: string): boolean {
   return text.length > HASH_MESSAGES_OVER && text.length <= PERSIST_LIMIT && text.charCodeAt(0) === 1;
 }
 
-/** The sidecar's counts, checked: one non-negative integer per text asked (bytes from another process). */
+/** The sidecar's counts, checked: one integer within [0, MAX_COUNT] per text asked (bytes from another
+ * process; a count past the bound the saved counts are read with is no count). */
 function checkedCounts(counts: unknown, expected: number): number[] {
-  if (!Array.isArray(counts) || counts.length !== expected || !counts.every((c) => Number.isSafeInteger(c) && (c as number) >= 0)) {
+  if (
+    !Array.isArray(counts) ||
+    counts.length !== expected ||
+    !counts.every((c) => Number.isSafeInteger(c) && (c as number) >= 0 && (c as number) <= MAX_COUNT)
+  ) {
     throw new Error(`gateway/countTokens answered ${expected} texts with something other than ${expected} counts`);
   }
   return counts as number[];
@@ -474,7 +479,11 @@ function hash(key: string): string {
 
 function groupByModel(batch: Pending[]): Map<string, Pending[]> {
   const groups = new Map<string, Pending[]>();
-  for (const p of batch) groups.set(p.model, [...(groups.get(p.model) ?? []), p]);
+  for (const p of batch) {
+    const group = groups.get(p.model);
+    if (group) group.push(p);
+    else groups.set(p.model, [p]);
+  }
   return groups;
 }
 

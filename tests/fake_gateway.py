@@ -179,9 +179,24 @@ HOSTILE_TEXT = fake_spend.HOSTILE_TEXT
 # And, listed there too, an id no request may name and no usage record may hold (longer than
 # protocol.MAX_MODEL_ID), priced, without tools (so it is no small-task pick).
 LONG_ID_MODEL = {**MODELS[0], "id": "fake/" + "long" * 60, "name": "Fake Long Id", "tags": []}
+# And markup in every form VS Code's hover reads as a link (it renders a model's name, `id@version` and
+# tooltip as trusted markdown): an autolink and a reference link in the name, a link in `released`
+# (the version), a reference definition in `owned_by` (a line of the tooltip); and an id with a link.
+COMMAND = "command:workbench.action.terminal.new"
+MARKUP_MODEL = {
+    **MODELS[0],
+    "id": "fake/markup",
+    "name": f"Fake Markup <{COMMAND}> <https://example.com> [Get free credits][free] {COMMAND}",
+    "released": f"[1.0]({COMMAND})\n[free]: {COMMAND}",
+    "owned_by": f"fake\n[free]: {COMMAND}",
+    "tags": [],
+}
+MARKUP_ID_MODEL = {**MODELS[0], "id": f"fake/[x]({COMMAND})", "name": "Fake Markup Id", "tags": []}
 HOSTILE_TEXT_MODELS = [
     *({**m, "name": f"{m['name']} {HOSTILE_TEXT}"} if m["id"] == "fake/tools" else m for m in MODELS),
     LONG_ID_MODEL,
+    MARKUP_MODEL,
+    MARKUP_ID_MODEL,
 ]
 
 

@@ -4,6 +4,13 @@
 // Python"): find Python ≥ 3.10, create a private environment in global storage and install the
 // locked, hash-checked binary wheels and the sidecar wheel the VSIX ships. The environment is reused
 // until the extension's version, the chosen interpreter or the interpreter under it changes.
+//
+// A workspace never chooses the program the sidecar runs: the environment is shared by every window
+// (sidecar-<version>/bin/python links to the interpreter it was made with), and a folder the user
+// merely opened is not trusted to name it. So the Python extension's interpreter is taken only when
+// it lies outside every workspace folder (the Python extension selects a workspace's `.venv` by
+// itself), in a trusted workspace; and the probe runs with `-I`, so that nothing in the current
+// folder (a `sysconfig.py`) or the environment is imported by it.
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
@@ -174,7 +181,7 @@ const PROBE =
 async function probe(candidate: Candidate, log: vscode.LogOutputChannel): Promise<Interpreter | string> {
   let stdout: string;
   try {
-    ({ stdout } = await run(candidate.command, [...candidate.args, '-E', '-s', '-c', PROBE], log, { timeoutMs: 30_000 }));
+    ({ stdout } = await run(candidate.command, [...candidate.args, '-I', '-c', PROBE], log, { timeoutMs: 30_000 }));
   } catch (error) {
     return `does not run (${(error as RunError).summary})`;
   }
@@ -205,10 +212,25 @@ async function pythonExtensionInterpreter(): Promise<string | undefined> {
     // An extension that never activates: no interpreter from it (the catch below).
     const activated = (await bounded(ext.activate(), 10_000)) as { environments?: { getActiveEnvironmentPath(): { path: string } } } | undefined;
     const found = activated?.environments?.getActiveEnvironmentPath().path;
-    return typeof found === 'string' && found ? found : undefined;
+    if (typeof found !== 'string' || !found) return undefined;
+    return (await outsideWorkspace(found)) ? found : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** `file` is an absolute path outside every workspace folder, as written and with its links resolved,
+ * in a trusted workspace: one the workspace cannot have put there (the module's comment). */
+async function outsideWorkspace(file: string): Promise<boolean> {
+  if (!path.isAbsolute(file) || vscode.workspace.isTrusted === false) return false;
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.fsPath);
+  const resolve = (p: string) => fs.realpath(p).catch(() => path.resolve(p));
+  const files = [path.resolve(file), await resolve(file)];
+  for (const folder of [...folders, ...(await Promise.all(folders.map(resolve)))]) {
+    const root = path.resolve(folder);
+    if (files.some((f) => f === root || f.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) return false;
+  }
+  return true;
 }
 
 async function build(

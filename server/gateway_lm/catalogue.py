@@ -7,6 +7,7 @@ takes its default), and an entry that still cannot be read is dropped, never the
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,6 +22,12 @@ DEFAULT_MAX_OUTPUT = 16_384
 MAX_TOKENS = 100_000_000  # bound of context windows and output limits: 50× today's largest window
 MAX_PRICE = 1_000_000.0  # USD per million tokens; one dollar a token is already no real price
 PER_MILLION = 1_000_000
+# What an id and a version may hold. VS Code draws a model's `id@version` in the Language Models
+# editor's hover as trusted markdown, and the extension passes both as they are (an id is what a
+# request names); so neither may hold markup: a link, an autolink, a reference definition, a line
+# break. Every id a gateway lists is made of these (`anthropic/claude-sonnet-4.5`); a version that is
+# not (`released` is a date or a timestamp) is replaced by the next candidate.
+SAFE_ID = re.compile(r"[A-Za-z0-9._~:/@+-]+")
 
 
 class Capabilities(BaseModel):
@@ -65,6 +72,8 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
         return None
     if len(model_id) > MAX_MODEL_ID:  # no request could name it, no record could hold it
         raise ValueError("the model id is too long")
+    if not SAFE_ID.fullmatch(model_id):  # no id holds markup or spaces; shown as text, it could be a link
+        raise ValueError("the model id holds characters no model id has")
     if raw.get("type", "language") != "language":
         return None
     raw_tags = raw.get("tags")
@@ -77,7 +86,7 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
         id=model_id,
         name=_text(raw.get("name")) or model_id,
         family=short or model_id,
-        version=_text(raw.get("released")) or _text(raw.get("created")) or model_id,
+        version=_version(raw.get("released")) or _version(raw.get("created")) or model_id,
         contextWindow=context,
         maxInputTokens=input_budget(context, max_output, output_reservation),
         maxOutputTokens=max_output,
@@ -144,6 +153,11 @@ def _token_count(value: Any) -> int | None:
     if not 1 <= value <= MAX_TOKENS:  # False for NaN
         return None
     return int(value)
+
+
+def _version(value: Any) -> str:
+    text = _text(value)
+    return text if len(text) <= 64 and SAFE_ID.fullmatch(text) else ""
 
 
 def _text(value: Any) -> str:

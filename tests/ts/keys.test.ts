@@ -55,6 +55,29 @@ test('a secret storage that fails (no keyring) falls back to the environment', a
   assert.equal(await keys.get(), 'env-key-11111111');
 });
 
+test('a keychain that never answers holds up neither the environment key nor, past its bound, a window without one', async () => {
+  const hung = new stub.SecretStorage();
+  let asked = 0;
+  hung.get = () => {
+    asked++;
+    return new Promise<string | undefined>(() => undefined);
+  };
+  const within = <T>(promise: Promise<T>, ms: number) => Promise.race([promise, new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), ms))]);
+  process.env.AI_GATEWAY_API_KEY = 'env-key-11111111';
+  const { keys } = store(hung);
+  assert.equal(await within(keys.get(), 3000), 'env-key-11111111', 'the model list and the chats get the environment key');
+  let started = Date.now();
+  assert.equal(await within(keys.get(), 3000), 'env-key-11111111');
+  assert.ok(Date.now() - started < 100, 'the next caller does not wait again on the read under way');
+  assert.equal(asked, 1, 'one read of the keychain, waited on by every caller');
+  delete process.env.AI_GATEWAY_API_KEY;
+  const alone = new KeyStore(hung, 300);
+  started = Date.now();
+  assert.equal(await within(alone.get(), 3000), undefined, 'no key, said within the bound');
+  assert.ok(Date.now() - started < 2000);
+  assert.equal(await within(alone.moveStoredKey({ info: () => undefined, warn: () => undefined }), 3000), undefined, 'the migration ends too');
+});
+
 test('a group is its key, trimmed, and a tag that names it without showing it; no key is keyless', () => {
   assert.equal(groupOf(undefined), undefined, 'the list VS Code asks for without a group');
   assert.equal(groupOf({}), 'keyless');

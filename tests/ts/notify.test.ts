@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
@@ -23,6 +24,20 @@ const LINK = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)(?: (["'])(.+
 // VS Code's icon syntax in labels (renderLabelWithIcons): an unescaped `$(name)` becomes an icon.
 const ICON = /(?<!\\)\$\([a-z0-9-]+(?:~[a-z]+)?\)/gi;
 const links = (text: string) => [...text.matchAll(LINK)].map((m) => m[0]);
+// What a CommonMark renderer (markdown-it, as VS Code's marked: links, images, autolinks, reference
+// links and their definitions, raw HTML, and linkify's bare URIs) makes a link or HTML of in `text`:
+// the targets of its links that are not http(s), and its HTML.
+type Token = { type: string; attrGet(name: string): string | null; children: Token[] | null };
+const markdown = (createRequire(__filename)('markdown-it') as (options: object) => { parse(text: string, env: object): Token[] })({
+  html: true,
+  linkify: true,
+});
+const markdownLinks = (text: string) =>
+  markdown
+    .parse(text, {})
+    .flatMap((token) => [token, ...(token.children ?? [])])
+    .filter((t) => (t.type === 'link_open' && !/^https?:/.test(t.attrGet('href') ?? '')) || t.type.startsWith('html') || t.type === 'image')
+    .map((t) => `${t.type} ${t.attrGet('href') ?? t.attrGet('src') ?? ''}`);
 const icons = (text: string) => [...text.matchAll(ICON)].map((m) => m[0]);
 
 test('plain: a link and an icon read the same and are neither; plain text and a second pass change nothing', () => {
@@ -30,9 +45,34 @@ test('plain: a link and an icon read the same and are neither; plain text and a 
   const shown = plain(hostile);
   assert.deepEqual(links(hostile).length, 2);
   assert.deepEqual([links(shown), icons(shown)], [[], []]);
-  assert.equal(shown, 'Fake [Fix it] (command:workbench.action.openGlobalKeybindings "title") \\$(loading~spin) [docs] (https://example.com)');
+  assert.equal(shown, 'Fake [Fix it] (command: workbench.action.openGlobalKeybindings "title") \\$(loading~spin) [docs] (https://example.com)');
   assert.equal(plain(shown), shown, 'idempotent');
   assert.equal(plain('Claude Sonnet 4 ($3.00 in / $15.00 out) [beta]'), 'Claude Sonnet 4 ($3.00 in / $15.00 out) [beta]');
+});
+
+test('plain: every markdown link form is text (autolinks, reference links and definitions, HTML, bare command: URIs)', () => {
+  const command = 'command:workbench.action.terminal.new';
+  const hostile = [
+    `[Fix it](${command})`,
+    `![x](${command})`,
+    `<${command}>`,
+    `<COMMAND:workbench.action.terminal.new>`,
+    `[Get free credits][free]\n\n[free]: ${command}`,
+    `[free][]\n[free]: <${command}> "title"`,
+    `[free]\n\n   [free]:${command}`,
+    `<a href="${command}">x</a>`,
+    `[x](<${command}>)`,
+  ];
+  for (const text of hostile) {
+    assert.notDeepEqual(markdownLinks(text), [], `the renderer reads a link in ${JSON.stringify(text)}`);
+    const shown = plain(text);
+    assert.deepEqual([markdownLinks(shown), links(shown)], [[], []], JSON.stringify(shown));
+    assert.equal(plain(shown), shown, 'idempotent');
+  }
+  // A bare `command:` URI no renderer VS Code uses links today; one that did (a linkifier knowing the
+  // scheme) still reads none across the space.
+  assert.equal(plain(`bare ${command}`), 'bare command: workbench.action.terminal.new');
+  assert.equal(plain('Run command: x, a <= b, [beta] (preview) https://example.com'), 'Run command: x, a <= b, [beta] (preview) https://example.com');
 });
 
 test('no notification is shown but through notify (so none skips plain)', () => {
@@ -123,6 +163,19 @@ test("a hostile gateway's model name, credits error and a setting's text reach n
       (m) => m.id === 'fake/tools',
     )!;
     assert.deepEqual([...links(info.name), ...icons(info.name), ...links(info.tooltip ?? ''), ...icons(info.tooltip ?? '')], []);
+    // What VS Code's Language Models editor renders as trusted markdown in a model's hover: its name,
+    // `id@version` and tooltip; a gateway's markup in any of them (fake_gateway.MARKUP_MODEL) is text.
+    const listed = await window.provider.provideLanguageModelChatInformation({ silent: true }, new CancellationTokenSource().token);
+    const markup = listed.find((m) => m.id === 'fake/markup')!;
+    assert.ok(markup, 'the model with markup is listed');
+    assert.ok(markup.name.includes('Get free credits') && (markup.tooltip ?? '').includes('[free]'), 'its text is shown');
+    const hover = [markup.name, `${markup.id}@${markup.version}`, markup.tooltip ?? '', markup.detail ?? ''].join('\n\n');
+    assert.deepEqual(markdownLinks(hover), [], hover);
+    assert.deepEqual(
+      listed.filter((m) => m.id.includes('[')).map((m) => m.id),
+      [],
+      'no id with markup is listed',
+    );
   } finally {
     window.close();
   }

@@ -48,7 +48,7 @@ echo "$0 $*" >> "${calls}"
 [ -n "$PIP_PROXY" ] && echo "PIP_PROXY=$PIP_PROXY" >> "${calls}"
 for last; do :; done
 case " $* " in
-  *" -E -s -c "*) echo "${fake.version ?? '3.12'}|cpython|${fake.platform ?? 'linux-x86_64'}|0|$0" ;;
+  *" -I -c "*) echo "${fake.version ?? '3.12'}|cpython|${fake.platform ?? 'linux-x86_64'}|0|$0" ;;
   *" -c "*) echo ${fake.version ?? '3.12'} ;;
   *" -m venv "*) ${makeVenv} ;;
   *" -m pip "*) ${fake.pip ?? 'exit 0'} ;;
@@ -134,13 +134,47 @@ test('RHEL 9: python3 is 3.9, python3.11 and python3.12 are beside it; the newes
   assert.doesNotMatch(ran(), /python3\.11 -I -m venv/);
 });
 
+test("a workspace's .venv the Python extension reports is never run; one outside the workspace is", async () => {
+  const workspace = path.join(base, 'project');
+  fs.mkdirSync(path.join(workspace, '.venv', 'bin'), { recursive: true });
+  const planted = path.join(workspace, '.venv', 'bin', 'python');
+  fs.renameSync(fakePython('planted', { version: '3.13' }), planted);
+  const python3 = fakePython('python3', { version: '3.12' });
+  let reported = planted;
+  const saved = { getExtension: stub.extensions.getExtension, folders: stub.workspace.workspaceFolders };
+  const pythonExtension = { activate: () => Promise.resolve({ environments: { getActiveEnvironmentPath: () => ({ path: reported }) } }) };
+  (stub.extensions as { getExtension: (id: string) => unknown }).getExtension = (id: string) => (id === 'ms-python.python' ? pythonExtension : undefined);
+  // A link from outside into the workspace is inside it too.
+  (stub.workspace as { workspaceFolders: unknown }).workspaceFolders = [{ uri: { fsPath: workspace }, name: 'project', index: 0 }];
+  try {
+    await sidecarPython(context(), log);
+    assert.doesNotMatch(ran(), /\.venv/, "the workspace's interpreter is never run");
+    assert.match(ran(), new RegExp(`${python3} -I -m venv`));
+    assert.equal(fs.realpathSync(path.join(envDir(), 'bin', 'python')), python3);
+
+    fs.rmSync(path.join(base, 'storage'), { recursive: true, force: true });
+    fs.symlinkSync(planted, path.join(base, 'outside-link'));
+    reported = path.join(base, 'outside-link');
+    await sidecarPython(context(), log);
+    assert.doesNotMatch(ran(), /\.venv|outside-link/, 'nor through a link from outside');
+
+    fs.rmSync(path.join(base, 'storage'), { recursive: true, force: true });
+    reported = fakePython('python3.13', { version: '3.13' });
+    await sidecarPython(context(), log);
+    assert.match(ran(), new RegExp(`${reported} -I -m venv`), "the Python extension's interpreter outside the workspace is used, first");
+  } finally {
+    (stub.extensions as { getExtension: unknown }).getExtension = saved.getExtension;
+    (stub.workspace as { workspaceFolders: unknown }).workspaceFolders = saved.folders;
+  }
+});
+
 test('Windows: the py launcher is tried before the names on PATH', async () => {
   host.platform = 'win32';
   const py = fakePython('py', { version: '3.13' });
   fakePython('python', { version: '3.9' });
   const command = await sidecarPython(context(), log);
   assert.equal(command.command, path.join(envDir(), 'Scripts\\python.exe'));
-  assert.match(ran(), new RegExp(`^${py} -3 -E -s -c`, 'm'));
+  assert.match(ran(), new RegExp(`^${py} -3 -I -c`, 'm'), 'the probe runs isolated: no sysconfig.py of the current folder is imported');
   assert.match(ran(), new RegExp(`${py} -3 -I -m venv`));
 });
 

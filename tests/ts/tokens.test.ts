@@ -63,6 +63,30 @@ test('a failed batch rejects its callers and is not remembered', async () => {
   assert.equal(await counter.count('m', 'x'), 5);
 });
 
+test('a count past the bound the saved counts are read with (10^15) is not taken as exact', async () => {
+  const rpc: Rpc = {
+    async request<R>(): Promise<R> {
+      return { counts: [1e15] } as R;
+    },
+    onParts: () => ({ dispose() {} }),
+  };
+  const counter = new TokenCounter(rpc);
+  await assert.rejects(counter.count('m', 'x'), /counts/);
+  assert.equal(counter.known('m', 'x'), undefined, 'and not remembered');
+});
+
+test('100,000 distinct texts counted at once: one pass over them, not a copy per text', async () => {
+  const { rpc, calls } = countingRpc(false);
+  const counter = new TokenCounter(rpc);
+  const texts = Array.from({ length: 100_000 }, (_, i) => `text ${i}`);
+  const started = Date.now();
+  const counts = await Promise.all(texts.map((t) => counter.count('m', t)));
+  // A bound on a hang, not a benchmark: a copy of the group per text took minutes (issue 36); one
+  // pass takes well under a second.
+  assert.ok(Date.now() - started < 20_000, `${Date.now() - started} ms`);
+  assert.deepEqual([counts.length, counts[99_999], calls.length], [100_000, 'text 99999'.length, 1]);
+});
+
 test('memory is bounded', async () => {
   const { rpc } = countingRpc();
   const counter = new TokenCounter(rpc, 2);
