@@ -172,13 +172,15 @@ async def test_a_byte_order_mark_does_not_cost_the_first_event(side: Sidecar) ->
     record("a BOM before the first data: line", "'Hello world'", repr(text_of(parts)), ok)
 
 
-async def test_many_output_items_cost_linear_time(side: Sidecar) -> None:
+async def test_many_output_items_are_all_shown(side: Sidecar) -> None:
     result, parts, took = await chat(side, "many-items")
     thinking = sum(1 for p in parts if p["type"] == "thinking")
-    ok = isinstance(result, dict) and thinking == 12_000 and text_of(parts).endswith("done") and took < 4
+    # The time is printed, not asserted (a loaded machine is no regression; the bench measures): the
+    # bound only stops a stream that would never end.
+    ok = isinstance(result, dict) and thinking == 12_000 and text_of(parts).endswith("done") and took < 60
     record(
         "12,000 reasoning items (4 MB)",
-        "every item shown, < 4 s",
+        "every item shown, within 60 s (a hang's bound)",
         f"{thinking} thinking parts in {took:.2f} s",
         ok,
     )

@@ -124,19 +124,23 @@ async def test_tools_are_withheld_from_models_without_tool_use(sidecar: Sidecar,
 
 async def test_a_huge_count_does_not_hold_up_a_chat_and_stops_when_cancelled(sidecar: Sidecar) -> None:
     huge = "".join(f"    value{i} = compute(input[{i}])\n" for i in range(600_000))  # ~20 MB
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     msg_id, counting = sidecar.start_request("gateway/countTokens", {"model": "openai/gpt-5", "texts": [huge]})
     chat = asyncio.ensure_future(sidecar.request("gateway/chat", chat_params("during", "fake/text")))
     done, _ = await asyncio.wait([chat, counting], return_when=asyncio.FIRST_COMPLETED)
     assert chat in done and counting not in done, "the chat answered while the count was still running"
     assert (await counting)["counts"][0] > 6_000_000
+    whole = loop.time() - started  # the whole count, on this machine now
     msg_id, counting = sidecar.start_request("gateway/countTokens", {"model": "openai/gpt-5", "texts": [huge + "x"]})
     await asyncio.sleep(0.1)
-    cancelled_at = asyncio.get_running_loop().time()
+    cancelled_at = loop.time()
     sidecar.cancel(msg_id)
     with pytest.raises(JsonRpcException) as caught:
         await counting
     assert caught.value.code == -32800
-    assert asyncio.get_running_loop().time() - cancelled_at < 0.5, "a cancelled count stops within a piece"
+    # Measured against the whole count under the same load, not a fixed time: it stops within a piece.
+    assert loop.time() - cancelled_at < whole / 2, "a cancelled count stops within a piece, not at its end"
 
 
 async def test_counts_answered_in_place_keep_the_error_contract(sidecar: Sidecar) -> None:

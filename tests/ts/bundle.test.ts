@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
+import { until } from './until';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const BUNDLE = path.join(ROOT, 'dist/extension.js');
@@ -134,14 +135,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function until(condition: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 

@@ -17,6 +17,7 @@ import { activate } from '../../extension/extension';
 import { plain } from '../../extension/notify';
 import type { GatewayChatProvider } from '../../extension/provider';
 import { BYOK_DEFAULT, UTILITY_MODEL, UTILITY_SMALL_MODEL } from '../../extension/smalltasks';
+import { until } from './until';
 
 // VS Code's own link parser for notification text (src/vs/base/common/linkedText.ts, the same in
 // the 1.139 workbench bundle): what it matches is drawn as a link that runs its target.
@@ -116,11 +117,6 @@ async function openWindow(key: string): Promise<{ provider: GatewayChatProvider;
     provider: stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider,
     close: () => context.subscriptions.forEach((d) => d.dispose()),
   };
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) if (condition()) return;
-  assert.fail(`never: ${what}`);
 }
 
 const shown = () => [...stub.shownInfos.map((i) => i.message), ...stub.shownWarnings, ...stub.shownErrors.map((e) => e.message)];

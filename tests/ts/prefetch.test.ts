@@ -15,6 +15,7 @@ import { PREFETCH_DELAY_MS, PREFETCH_LIMITS, RECHECK_MS } from '../../extension/
 import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/sidecar/rpc';
 import { ToolInfo, toolStrings } from '../../extension/tokens';
+import { until } from './until';
 
 const children: ChildProcess[] = [];
 let gateway: string;
@@ -94,10 +95,6 @@ const userMessage = (text: string) =>
   ({ role: 1, name: undefined, content: [new stub.LanguageModelTextPart(text)] }) as unknown as vscode.LanguageModelChatRequestMessage;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until(what: string, done: () => boolean, ms = 15_000): Promise<void> {
-  for (const deadline = Date.now() + ms; !done(); await sleep(10)) if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-}
-
 /** Copilot's walk of the tools (ExtensionContributedChatTokenizer.countToolTokens), one await at a time. */
 async function copilotWalk(provider: GatewayChatProvider, model: string, tools: readonly ToolInfo[]): Promise<Map<string, number>> {
   const counted = new Map<string, number>();
@@ -114,7 +111,7 @@ test('the tool strings are counted after the list is served, in the background; 
   assert.ok(listed.some((m) => m.id === 'fake/text'));
   assert.equal(h.reads(), 0, 'serving the list reads no tools: the prefetch runs in a timer after it');
   assert.equal(h.counts.length, 0);
-  await until('the tool strings are known', allKnown(h, 'fake/text', h.tools));
+  await until(allKnown(h, 'fake/text', h.tools), 'the tool strings are known');
   assert.equal(h.reads(), 1, 'one read of vscode.lm.tools');
   assert.ok(h.counts.length >= 1 && h.counts.every((c) => c.background === true), 'background batches only');
   const sent = h.counts.length;
@@ -129,7 +126,7 @@ test('the tool strings are counted after the list is served, in the background; 
 test('a walk that comes while the background batch still waits for the tokenizer waits for that batch, and makes the sidecar load it now', async () => {
   const h = await harness(copilotTools('early'));
   await h.provider.provideLanguageModelChatInformation({ silent: true }, token());
-  await until('the prefetch was sent', () => h.counts.length > 0);
+  await until(() => h.counts.length > 0, 'the prefetch was sent');
   // A chat streams: the sidecar does not load its tokenizer on its own until it ends (counting.py).
   let chatEnded = false;
   const chat = h.provider
@@ -153,22 +150,22 @@ test('no background batch is sent while a chat streams: it waits for the chat to
   await sleep(PREFETCH_DELAY_MS + 300);
   assert.equal(h.counts.length, 0, 'nothing counted under the stream');
   await chat;
-  await until('the tool strings are known', allKnown(h, 'fake/text', h.tools));
+  await until(allKnown(h, 'fake/text', h.tools), 'the tool strings are known');
 });
 
 test('changed tools are counted again: an extension came (toolsMayHaveChanged) or a request offered a tool not seen', async () => {
   const h = await harness(copilotTools('first'));
   await h.provider.provideLanguageModelChatInformation({ silent: true }, token());
   const recheck = Date.now() + PREFETCH_DELAY_MS + RECHECK_MS[0]; // the first look again on its own
-  await until('the first tools are known', allKnown(h, 'fake/text', h.tools));
+  await until(allKnown(h, 'fake/text', h.tools), 'the first tools are known');
   const added = copilotTools('second');
   h.tools.push(...added);
   h.provider.toolsMayHaveChanged();
-  await until('the added tools are known, before the first recheck', allKnown(h, 'fake/text', added), recheck - Date.now() - 500);
+  await until(allKnown(h, 'fake/text', added), 'the added tools are known, before the first recheck', recheck - Date.now() - 500);
   const third = copilotTools('third');
   h.tools.push(...third);
   await h.provider.provideLanguageModelChatResponse(info('fake/text'), [userMessage('hi')], { toolMode: 1, tools: third }, { report() {} }, token());
-  await until('the tools of the request are known', allKnown(h, 'fake/text', third));
+  await until(allKnown(h, 'fake/text', third), 'the tools of the request are known');
   const sent = h.counts.length;
   await copilotWalk(h.provider, 'fake/tools', h.tools);
   assert.equal(h.counts.length, sent);
@@ -199,7 +196,7 @@ test('a hostile schema costs bounded work: deep, huge, throwing; the rest is sti
   const ticker = setInterval(() => ((lag = Math.max(lag, performance.now() - last - 5)), (last = performance.now())), 5);
   try {
     await h.provider.provideLanguageModelChatInformation({ silent: true }, token());
-    await until('the ordinary tools are known', allKnown(h, 'fake/text', copilotTools('fine')), 30_000);
+    await until(allKnown(h, 'fake/text', copilotTools('fine')), 'the ordinary tools are known', 30_000);
     await sleep(500); // the last batches
   } finally {
     clearInterval(ticker);

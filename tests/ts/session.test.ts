@@ -13,6 +13,7 @@ import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { GatewayChatError } from '../../extension/errors';
 import { defaultLimits, SidecarConnection, SidecarLimits } from '../../extension/sidecar/connection';
+import { until } from './until';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
@@ -76,14 +77,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function until(condition: () => boolean, what: string, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 

@@ -20,6 +20,7 @@ import {
   UTILITY_MODEL,
   UTILITY_SMALL_MODEL,
 } from '../../extension/smalltasks';
+import { until } from './until';
 
 function entry(id: string, input: number | null, output: number | null, toolCalling = true, tags: string[] = []): ModelEntry {
   return {
@@ -207,11 +208,6 @@ function chat(window: Window, initiator: string): Promise<void> {
     { report: () => undefined },
     token(),
   );
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) if (condition()) return;
-  assert.fail(`never: ${what}`);
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 200));

@@ -17,6 +17,7 @@ import { parseUsageRecord, spendLimitOf } from '../../extension/records';
 import { PartsRouter, Rpc } from '../../extension/sidecar/rpc';
 import type { UsageRecord } from '../../extension/contract';
 import { StatusBar } from '../../extension/status';
+import { until } from './until';
 
 const sonnet = {
   id: 'anthropic/claude-sonnet-4',
@@ -241,7 +242,7 @@ test('gateway/billed is routed over vscode-jsonrpc; a notification that is not a
   await sidecar.sendNotification('gateway/billed', { requestId: 7, record: record() });
   await sidecar.sendNotification('gateway/billed', { requestId: 'chat-8', record: { ...record(), cost: 'NaN' } });
   await sidecar.sendNotification('gateway/billed', { requestId: 'chat-9', record: { ...record(), inputTokens: -1 } });
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await until(() => billed.length + invalid.length === 3, 'all three notifications arrived');
   assert.deepEqual(billed, [['7', record()]]);
   assert.equal(invalid.length, 2);
   extension.dispose();
