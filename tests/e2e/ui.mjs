@@ -788,25 +788,6 @@ try {
       .first()
       .waitFor({ timeout: 10_000 });
   });
-
-  // A gateway's markup in a model's hover (VS Code renders its name, `id@version` and tooltip as
-  // trusted markdown): the catalogue of fake_gateway.MARKUP_MODEL (an autolink, a reference link and
-  // its definition, a link in `released`) is shown as text, with no link that runs a command.
-  await step('hover-markup', async () => {
-    const settingsFile = path.join(dirs.ud, 'User', 'settings.json');
-    const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8'));
-    fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, 'vercelAiGateway.baseUrl': `${gateway}/hostile-text/v1` }, null, 2));
-    await runCommand('Chat: Manage Language Models');
-    const editor = page.locator('.ai-models-management-editor');
-    const row = editor.locator('.models-model-row', { hasText: 'Fake Markup' }).first();
-    await row.waitFor({ timeout: 60_000 });
-    await row.hover();
-    const hover = page.locator('.monaco-hover').filter({ hasText: 'Get free credits' }).first();
-    await hover.waitFor({ timeout: 10_000 });
-    await page.screenshot({ path: path.join(artifacts, 'ui-hover-markup.png') });
-    const targets = await hover.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('data-href') ?? a.getAttribute('href') ?? ''));
-    assert.deepEqual(targets.filter((t) => /^command:/i.test(t)), [], `no command link in the hover: ${await hover.innerText()}`);
-  });
 } catch (error) {
   failed = 1;
   failure = `ui: not ok - step ${steps.length + 1} (${current || 'start'}) failed: ${error.stack ?? error}`;
