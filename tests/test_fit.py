@@ -188,6 +188,54 @@ async def test_a_first_overflow_on_an_unknown_limit_is_learned_and_the_request_s
     assert listed["fake/tools"]["maxInputTokens"] < UNKNOWN_LIMIT  # the list says so from now on
 
 
+async def test_the_turns_later_requests_are_fitted_to_the_learned_limit_before_they_are_sent(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    """Copilot keeps a turn's window for the whole turn: after the first overflow taught the limit,
+    each later request of the turn (longer still) is fitted before it leaves, not refused and sent
+    again; the model list has not been fetched again in between."""
+    first = conversation(6)
+    first[0]["content"][0]["value"] = f"[scenario:tokenizer:1:{UNKNOWN_LIMIT}] Read the files."
+    await sidecar.request(
+        "gateway/chat", {"requestId": "turn-1", "model": "fake/tools", "messages": first, "tools": TOOLS}
+    )
+    before = len(gateway.gateway.requests)
+    for step in (7, 8):
+        later = conversation(step)
+        later[0]["content"][0]["value"] = first[0]["content"][0]["value"]
+        params = {"requestId": f"turn-{step}", "model": "fake/tools", "messages": later, "tools": TOOLS}
+        result = await sidecar.request("gateway/chat", params)
+        assert result["finishReason"] == "stop"
+    sent = gateway.gateway.requests[before:]
+    assert len(sent) == 2, "one request each: none refused"
+    assert all(entry["input_tokens"] <= UNKNOWN_LIMIT for entry in sent)
+
+
+async def test_a_summary_request_is_fitted_too_so_copilot_can_compact(sidecar: Sidecar, gateway: FakeServer) -> None:
+    """Copilot's compaction request carries the whole history, its calls and results as text (no
+    tools): its oldest results are cleared like tool results, so it fits the learned limit and the
+    model can summarise, where it was refused again and again ("Could not compact conversation")."""
+    marker = f"[scenario:tokenizer:1:{UNKNOWN_LIMIT}]"
+    first = conversation(6)
+    first[0]["content"][0]["value"] = f"{marker} Read the files."
+    await sidecar.request(
+        "gateway/chat", {"requestId": "turn-1", "model": "fake/tools", "messages": first, "tools": TOOLS}
+    )
+    before = len(gateway.gateway.requests)
+    summary = f"Summarize the conversation history so far, paying attention to the files read. {marker}"
+    messages = [*conversation(8), {"role": 1, "name": None, "content": [{"type": "text", "value": summary}]}]
+    result = await sidecar.request(
+        "gateway/chat", {"requestId": "compact", "model": "fake/tools", "messages": messages}
+    )
+    assert result["finishReason"] == "stop"
+    (sent,) = gateway.gateway.requests[before:]  # fitted before it left: not refused
+    assert sent["input_tokens"] <= UNKNOWN_LIMIT
+    texts = [item["content"][0]["text"] for item in sent["body"]["input"] if item.get("type") == "message"]
+    assert not any(item.get("type") == "function_call" for item in sent["body"]["input"])  # a transcript
+    assert texts[2] == f"[the tool read_file returned]\n{CLEARED}"  # the oldest result
+    assert sum(FILE in text for text in texts) >= KEEP_NEWEST and texts[-1] == summary
+
+
 async def test_a_request_that_cannot_be_fitted_fails_with_the_learned_limit(
     sidecar: Sidecar, gateway: FakeServer
 ) -> None:

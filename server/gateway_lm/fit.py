@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .tokens import count_request, count_text
+from .translate import TRANSCRIBED
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def fit_request(body: dict[str, Any], model: str, limit: InputLimit) -> dict[str
         freed = count_text(model, _output_text(items[index])) - count_text(model, CLEARED)
         if freed <= 0:
             continue
-        fitted[index] = {**items[index], "output": CLEARED}
+        fitted[index] = _cleared(items[index])
         estimate -= limit.factor * freed
         cleared += 1
     if not cleared:
@@ -92,10 +93,33 @@ def _last_round(items: list[Any]) -> int:
 
 
 def _is_tool_result(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") == "function_call_output"
+    return isinstance(item, dict) and (item.get("type") == "function_call_output" or _transcribed(item) is not None)
+
+
+def _transcribed(item: dict[str, Any]) -> tuple[str, str] | None:
+    """A tool result as a summary request's transcript has it (translate.as_transcript): a user
+    message of one text that begins with the transcript's header; (header, result) or None."""
+    content = item.get("content")
+    if item.get("type") != "message" or item.get("role") != "user":
+        return None
+    if not isinstance(content, list) or len(content) != 1:
+        return None
+    text = content[0].get("text") if isinstance(content[0], dict) else None
+    match = TRANSCRIBED.match(text) if isinstance(text, str) else None
+    return (match.group(0), text[match.end() :]) if match and isinstance(text, str) else None
+
+
+def _cleared(item: dict[str, Any]) -> dict[str, Any]:
+    transcribed = _transcribed(item)
+    if transcribed is None:
+        return {**item, "output": CLEARED}
+    return {**item, "content": [{**item["content"][0], "text": transcribed[0] + CLEARED}]}
 
 
 def _output_text(item: dict[str, Any]) -> str:
+    transcribed = _transcribed(item)
+    if transcribed is not None:
+        return transcribed[1]
     output = item.get("output")
     if isinstance(output, str):
         return output

@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 import logging
+import re
 from typing import Any
 
 from . import options as model_options
@@ -96,6 +97,15 @@ def build_request(
     return body
 
 
+# How a tool result begins as text in a transcript; fit.py clears such a result as it clears a
+# `function_call_output`, so a summary request too can be fitted to the model's limit.
+TRANSCRIBED = re.compile(r"\[the tool [^\]\n]{0,200} returned\]\n")
+
+
+def transcribed_header(name: str) -> str:
+    return f"[the tool {name} returned]\n"
+
+
 def as_transcript(items: list[Item]) -> list[Item]:
     """A history for a request without tools: each call and its result as text, reasoning left out."""
     names = {i["call_id"]: i["name"] for i in items if i["type"] == "function_call"}
@@ -113,7 +123,7 @@ def as_transcript(items: list[Item]) -> list[Item]:
                 if isinstance(output, str)
                 else "\n".join(str(p.get("text", "")) for p in output if p.get("type") == "input_text")
             )
-            text = f"[the tool {names.get(item['call_id'], 'call')} returned]\n{result}"
+            text = f"{transcribed_header(names.get(item['call_id'], 'call'))}{result}"
             transcript.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
         elif item["type"] == "message":
             transcript.append(item)

@@ -204,7 +204,9 @@ class Sidecar:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []
         factor = self.accounting.factor(request.model)
-        limit = None if known is None else InputLimit(known.maxInputTokens, factor)
+        # The learned limit at once, not from the next model list: Copilot keeps the turn's window,
+        # and each later request of the turn would be refused and sent again (issue 36 §1).
+        limit = None if known is None else InputLimit(self._with_learned_limit(known).maxInputTokens, factor)
         unreasoned_as_text = request.model in self._needs_reasoning
         prepared = await prepare(request, self.settings, known, limit, unreasoned_as_text)
         approval = Approval(request.approvedCost, request.approvedDay, request.approvedUnpriced)
