@@ -401,24 +401,36 @@ async function timed<T extends { parts: Part[] }>(
 /** An agent session as the Copilot SDK runs it through the bridge: it keeps the Responses input, and per
  * user turn sends requests in a tool loop (each call answered with a canned result) until the model
  * answers with text, a request fails, the turn is cancelled or the step cap is reached. */
-export class BridgeSession {
-  readonly input: InputItem[] = [];
+/** What both sessions keep: the provider and model they run against, and each turn's record. */
+abstract class AgentSession {
   readonly turns: TurnRecord[] = [];
-  private readonly ids = new ProxyIds();
 
   constructor(
-    private readonly provider: vscode.LanguageModelChatProvider,
-    private readonly model: vscode.LanguageModelChatInformation,
-    private readonly options: SessionOptions,
+    protected readonly provider: vscode.LanguageModelChatProvider,
+    protected readonly model: vscode.LanguageModelChatInformation,
+    protected readonly options: SessionOptions,
   ) {}
 
   get requests(): RequestRecord[] {
     return this.turns.flatMap((t) => t.requests);
   }
 
-  async turn(prompt: string, control: TurnControl = {}): Promise<TurnRecord> {
+  /** A new turn's record, kept. */
+  protected begin(prompt: string): TurnRecord {
     const record: TurnRecord = { turn: this.turns.length + 1, prompt, answer: '', cancelled: false, calls: 0, requests: [] };
     this.turns.push(record);
+    return record;
+  }
+
+  abstract turn(prompt: string, control?: TurnControl): Promise<TurnRecord>;
+}
+
+export class BridgeSession extends AgentSession {
+  readonly input: InputItem[] = [];
+  private readonly ids = new ProxyIds();
+
+  async turn(prompt: string, control: TurnControl = {}): Promise<TurnRecord> {
+    const record = this.begin(prompt);
     this.input.push({ type: 'message', role: 'user', content: [{ type: 'text', text: prompt }] });
     const output = this.options.toolOutput ?? defaultOutput;
     for (let step = 1; step <= (this.options.maxSteps ?? DEFAULT_STEPS); step++) {
@@ -477,24 +489,12 @@ export class BridgeSession {
  * with the text, ONE thinking part (the response's thinking text joined, the last id and the last
  * metadata reported) and the calls; the results as one User message of result parts. A response's
  * thinking part is kept only within the current turn's tool loop. */
-export class EditorPathSession {
-  readonly turns: TurnRecord[] = [];
+export class EditorPathSession extends AgentSession {
   /** The messages of turns that ended, without their thinking. */
   readonly history: Message[] = [];
 
-  constructor(
-    private readonly provider: vscode.LanguageModelChatProvider,
-    private readonly model: vscode.LanguageModelChatInformation,
-    private readonly options: SessionOptions,
-  ) {}
-
-  get requests(): RequestRecord[] {
-    return this.turns.flatMap((t) => t.requests);
-  }
-
   async turn(prompt: string, control: TurnControl = {}): Promise<TurnRecord> {
-    const record: TurnRecord = { turn: this.turns.length + 1, prompt, answer: '', cancelled: false, calls: 0, requests: [] };
-    this.turns.push(record);
+    const record = this.begin(prompt);
     const current: Message[] = [message(Role.User, [new stub.LanguageModelTextPart(prompt)])];
     const output = this.options.toolOutput ?? defaultOutput;
     const tools = this.options.tools.map((tool) => ({
