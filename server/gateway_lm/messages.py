@@ -93,37 +93,31 @@ class ReasoningStateIn(BaseModel):
     items: Annotated[list[ReasoningItemIn], Field(max_length=MAX_REASONING_ITEMS)]
 
 
-def _state_or_none(value: Any, handler: ValidatorFunctionWrapHandler) -> ReasoningStateIn | None:
-    # History is untrusted (another extension's metadata, an older build's): a state that does not
-    # read costs that state, never the request.
-    try:
-        state: ReasoningStateIn | None = handler(value)
-    except ValidationError as error:
-        log.debug("a reasoning state in the history was dropped: %s", error.errors()[0]["msg"])
-        return None
-    return state
+def _dropped_when_invalid(what: str) -> WrapValidator:
+    """History is untrusted (another extension's metadata, an older build's, a host's): a part of it
+    that does not read costs that part, never the request."""
+
+    def validate(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError as error:
+            log.debug("%s in the history was dropped: %s", what, error.errors()[0]["msg"])
+            return None
+
+    return WrapValidator(validate)
 
 
 _Tagged = Annotated[str, Field(min_length=1, max_length=MAX_TAGGED)]
-
-
-def _tagged_or_none(value: Any, handler: ValidatorFunctionWrapHandler) -> str | None:
-    try:
-        tagged: str | None = handler(value)
-    except ValidationError as error:
-        log.debug("a tagged reasoning item in the history was dropped: %s", error.errors()[0]["msg"])
-        return None
-    return tagged
 
 
 class ThinkingIn(_Part):
     type: Literal["thinking"]
     value: str | list[str] = ""
     id: str | None = None
-    state: Annotated[ReasoningStateIn | None, WrapValidator(_state_or_none)] = None
+    state: Annotated[ReasoningStateIn | None, _dropped_when_invalid("a reasoning state")] = None
     # One reasoning item's encrypted content as the Copilot harness's bridge hands it back (the
     # thinking part's `encrypted_content` or `encrypted` metadata), tagged (reasoning.tag).
-    tagged: Annotated[_Tagged | None, WrapValidator(_tagged_or_none)] = None
+    tagged: Annotated[_Tagged | None, _dropped_when_invalid("a tagged reasoning item")] = None
 
 
 class UnknownIn(_Part):
