@@ -35,6 +35,7 @@ const EXTERNAL = new Set([
   'gateway-provider-options.ts', // vercel/ai
   'chatLanguageModels.json', // VS Code's file of provider groups in the user's profile
   'agentHostMain.js', // VS Code's agent host, in its bundle (RFC 0009)
+  'extensions/copilot/dist/extension.js', // Copilot Chat's bundle in the host (RFC 0004)
   'src/vs/workbench/contrib/chat/browser/agentSessions/agentHost/agentHostByokLmHandler.ts', // VS Code's sources (RFC 0009)
   'server-main.js', // code-server's VS Code server, in its bundle (RFC 0009)
 ]);
