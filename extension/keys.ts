@@ -2,11 +2,11 @@
 // default key (the environment's, or one stored by a release before groups). Never settings, logs or
 // command lines (rfcs/0007, "Several keys side by side").
 import { createHash } from 'node:crypto';
-import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { bounded } from './bounded';
 import { GROUP_NAME, HOST_COMMANDS, SECRET_API_KEY, VENDOR } from './config';
 import { isRecord } from './saved';
+import { readBounded } from './storage';
 
 /** A provider group as the provider is asked for its models: its key, and the tag that names it on
  * the wire and in usage records (a hash of the key, never the key). */
@@ -158,14 +158,7 @@ type Choices = Record<string, Record<string, string | number | boolean>>;
 export async function keylessChoices(file: string, log: Pick<vscode.LogOutputChannel, 'info'>): Promise<{ names: string[]; settings: Choices } | undefined> {
   let groups: unknown;
   try {
-    const handle = await fs.open(file, 'r');
-    try {
-      const { size } = await handle.stat();
-      if (size > GROUPS_FILE_MAX_BYTES) throw new Error(`larger than ${GROUPS_FILE_MAX_BYTES} bytes`);
-      groups = JSON.parse((await handle.readFile()).toString('utf8'));
-    } finally {
-      await handle.close();
-    }
+    groups = JSON.parse((await readBounded(file, GROUPS_FILE_MAX_BYTES)).toString('utf8'));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'ENOENT') log.info(`The Language Models file was not read for Thinking Effort choices: ${code ?? (error as Error).message}`);

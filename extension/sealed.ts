@@ -11,7 +11,7 @@ import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from './config';
 import { bounded } from './bounded';
 import { checkMessageTexts, type MessageText } from './saved';
-import { writeFileAtomic } from './storage';
+import { readBounded, writeFileAtomic } from './storage';
 import { PERSIST_LIMIT } from './tokens';
 
 /** Characters of message text kept, the newest first: a long chat's messages (~128K tokens). A save
@@ -87,8 +87,7 @@ export class SealedTexts {
     this.onDisk = [];
     let bytes: Buffer;
     try {
-      if (now.size > MAX_FILE) throw new Error('larger than any we write');
-      bytes = await fs.readFile(this.file);
+      bytes = await readBounded(this.file, MAX_FILE);
     } catch (error) {
       say(`could not be read (${(error as Error).message}); the messages are counted again.`);
       return this.onDisk;
