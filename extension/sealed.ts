@@ -43,6 +43,7 @@ export class SealedTexts {
   private seen: Seen | undefined;
   private onDisk: MessageText[] = [];
   private failed = false; // the keychain's failure is said once
+  private unsaved = false; // a save failed: said once, until one succeeds
 
   constructor(
     private readonly file: string,
@@ -72,7 +73,17 @@ export class SealedTexts {
     let first = 0;
     while (chars > SEALED_CHARS) chars -= merged[first++][2].length;
     const kept = merged.slice(first);
-    await writeFileAtomic(this.file, sealedFile(key, JSON.stringify(kept)));
+    try {
+      await writeFileAtomic(this.file, sealedFile(key, JSON.stringify(kept)));
+    } catch (error) {
+      // Saves come every 10 s: a file that cannot be replaced (a folder there, a read-only disk) is
+      // one line until a save succeeds, not one a save.
+      if (!this.unsaved) this.log(`${path.basename(this.file)}: could not be saved (${(error as Error).message}); said once until a save succeeds.`);
+      this.unsaved = true;
+      return;
+    }
+    if (this.unsaved) this.log(`${path.basename(this.file)}: saved again.`);
+    this.unsaved = false;
     this.onDisk = kept;
     this.seen = await this.stat();
   }
