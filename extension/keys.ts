@@ -2,11 +2,11 @@
 // default key (the environment's, or one stored by a release before groups). Never settings, logs or
 // command lines (rfcs/0007, "Several keys side by side").
 import { createHash } from 'node:crypto';
-import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { bounded } from './bounded';
 import { GROUP_NAME, HOST_COMMANDS, SECRET_API_KEY, VENDOR } from './config';
 import { isRecord } from './saved';
+import { readBounded } from './storage';
 
 /** A provider group as the provider is asked for its models: its key, and the tag that names it on
  * the wire and in usage records (a hash of the key, never the key). */
@@ -103,7 +103,7 @@ export class KeyStore {
         await vscode.commands.executeCommand(HOST_COMMANDS.migrateGroup, { vendor: VENDOR, name, apiKey: key, ...settings });
       } catch (error) {
         // VS Code's own words (a group of that name exists, or no such command): no key in them.
-        log.info(`The stored API key was not moved into the group '${name}': ${(error as Error).message}`);
+        log.info(`The stored API key was not moved into the group '${name}': ${oneLine((error as Error).message)}`);
         taken ??= name;
         continue;
       } finally {
@@ -158,14 +158,7 @@ type Choices = Record<string, Record<string, string | number | boolean>>;
 export async function keylessChoices(file: string, log: Pick<vscode.LogOutputChannel, 'info'>): Promise<{ names: string[]; settings: Choices } | undefined> {
   let groups: unknown;
   try {
-    const handle = await fs.open(file, 'r');
-    try {
-      const { size } = await handle.stat();
-      if (size > GROUPS_FILE_MAX_BYTES) throw new Error(`larger than ${GROUPS_FILE_MAX_BYTES} bytes`);
-      groups = JSON.parse((await handle.readFile()).toString('utf8'));
-    } finally {
-      await handle.close();
-    }
+    groups = JSON.parse((await readBounded(file, GROUPS_FILE_MAX_BYTES)).toString('utf8'));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'ENOENT') log.info(`The Language Models file was not read for Thinking Effort choices: ${code ?? (error as Error).message}`);
@@ -177,7 +170,7 @@ export async function keylessChoices(file: string, log: Pick<vscode.LogOutputCha
   for (const group of groups) {
     if (!isRecord(group) || group.vendor !== VENDOR || typeof group.name !== 'string') continue;
     if (typeof group.apiKey === 'string' && group.apiKey.trim()) continue; // a group with its key keeps its own choices
-    names.push(group.name.slice(0, MAX_CHOICE_TEXT));
+    names.push(oneLine(group.name.slice(0, MAX_CHOICE_TEXT))); // it goes into a log line
     if (!isRecord(group.settings)) continue;
     for (const [model, values] of Object.entries(group.settings)) {
       if (model.length > MAX_CHOICE_TEXT || !isRecord(values)) continue;
@@ -205,4 +198,12 @@ function movedChoices(group: string, old: readonly string[], carried: number, gu
       ? `${names} was there already: if it is the group without an API key that VS Code made to keep Thinking Effort choices, those apply to no model now; pick them again on the models of '${group}'.`
       : `${names} has no API key and lists no models: Thinking Effort choices it held apply to no model now; pick them again on the models of '${group}'.`;
   return `${what} Delete ${names} in the Language Models editor (Chat: Manage Language Models), or a choice made later for one of those models is kept there and lost at the next start.`;
+}
+
+/** `text` for one log line: a group's name is the user's (or a file's) text, and a line break in it
+ * would start a line that looks like one of ours. Control characters and line separators become
+ * `\uXXXX`. */
+export function oneLine(text: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what it finds
+  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -11,7 +11,7 @@ import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from './config';
 import { bounded } from './bounded';
 import { checkMessageTexts, type MessageText } from './saved';
-import { writeFileAtomic } from './storage';
+import { readBounded, writeFileAtomic } from './storage';
 import { PERSIST_LIMIT } from './tokens';
 
 /** Characters of message text kept, the newest first: a long chat's messages (~128K tokens). A save
@@ -43,6 +43,7 @@ export class SealedTexts {
   private seen: Seen | undefined;
   private onDisk: MessageText[] = [];
   private failed = false; // the keychain's failure is said once
+  private unsaved = false; // a save failed: said once, until one succeeds
 
   constructor(
     private readonly file: string,
@@ -72,7 +73,17 @@ export class SealedTexts {
     let first = 0;
     while (chars > SEALED_CHARS) chars -= merged[first++][2].length;
     const kept = merged.slice(first);
-    await writeFileAtomic(this.file, sealedFile(key, JSON.stringify(kept)));
+    try {
+      await writeFileAtomic(this.file, sealedFile(key, JSON.stringify(kept)));
+    } catch (error) {
+      // Saves come every 10 s: a file that cannot be replaced (a folder there, a read-only disk) is
+      // one line until a save succeeds, not one a save.
+      if (!this.unsaved) this.log(`${path.basename(this.file)}: could not be saved (${(error as Error).message}); said once until a save succeeds.`);
+      this.unsaved = true;
+      return;
+    }
+    if (this.unsaved) this.log(`${path.basename(this.file)}: saved again.`);
+    this.unsaved = false;
     this.onDisk = kept;
     this.seen = await this.stat();
   }
@@ -87,8 +98,7 @@ export class SealedTexts {
     this.onDisk = [];
     let bytes: Buffer;
     try {
-      if (now.size > MAX_FILE) throw new Error('larger than any we write');
-      bytes = await fs.readFile(this.file);
+      bytes = await readBounded(this.file, MAX_FILE);
     } catch (error) {
       say(`could not be read (${(error as Error).message}); the messages are counted again.`);
       return this.onDisk;

@@ -2,7 +2,8 @@
 
 The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the last user message,
 or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hostile/…/models`,
-`GET …/tokenizer/…/models`, `GET …/efforts/…/models` and `GET …/agents/…/models` pick a catalogue answer
+`GET …/tokenizer/…/models`, `GET …/surrogate/…/models`, `GET …/efforts/…/models` and
+`GET …/agents/…/models` pick a catalogue answer
 by the base URL's path. Every request is recorded (body, headers, when the client went away) and served
 back at `GET /_requests`, so tests in other processes (Node, VS Code) can assert what reached the gateway.
 Credits, generation lookups and the `billed*` scenarios: fake_spend.py; the bench's soak: fake_soak.py.
@@ -385,6 +386,9 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"object": "list", "data": HOSTILE_TEXT_MODELS})
             elif "/tokenizer/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, TOKENIZER_MODEL]})
+            elif "/surrogate/" in self.path:  # a name with a lone surrogate, as JSON's \ud800 can carry
+                lone = {**MODELS[0], "id": "fake/lone", "name": "Lone \ud800 Name"}
+                self._json(200, {"object": "list", "data": [*MODELS, lone]})
             elif "/efforts/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS]})
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)

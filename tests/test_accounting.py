@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +57,29 @@ def test_learned_limits_persist(tmp_path: Path) -> None:
 def test_unreadable_state_is_ignored(tmp_path: Path) -> None:
     (tmp_path / "accounting.json").write_text("{not json")
     assert Accounting(str(tmp_path)).factors == {}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a FIFO and /dev/zero are POSIX's")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_a_special_accounting_file_is_refused_at_once(
+    tmp_path: Path, special: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A FIFO would block the sidecar's start for good; a link to /dev/zero would grow its memory.
+    path = tmp_path / "accounting.json"
+    if special == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(special)
+    caplog.set_level(logging.WARNING)
+    made: list[Accounting] = []
+    start = threading.Thread(target=lambda: made.append(Accounting(str(tmp_path))), daemon=True)
+    start.start()
+    start.join(10)
+    assert made, "the sidecar's accounting did not start within 10 s"
+    assert made[0].factors == {}
+    refused = [record.getMessage() for record in caplog.records if "not a regular file" in record.getMessage()]
+    assert len(refused) == 1, caplog.text
 
 
 def summary_request(system: str | None, last_user: str) -> dict[str, Any]:

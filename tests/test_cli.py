@@ -76,6 +76,18 @@ def test_models_lists_language_models(gateway: FakeServer) -> None:
     assert run.returncode == 0 and "fake/text" in ids and "fake/embed" not in ids
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_lone_surrogate_in_a_model_name_is_printed_replaced(gateway: FakeServer, as_json: bool) -> None:
+    url = gateway.base_url.replace("/v1", "/surrogate/v1")
+    run = cli("models", *(["--json"] if as_json else []), "--base-url", url)
+    assert run.returncode == 0, run.stderr
+    lone = [line for line in run.stdout.splitlines() if "fake/lone" in line]
+    assert len(lone) == 1 and "Lone \\ud800 Name" in lone[0], run.stdout
+    if as_json:
+        assert json.loads(lone[0])["name"] == "Lone \ud800 Name"
+    assert "fake/text" in run.stdout, "the other models are listed too"
+
+
 @pytest.mark.parametrize(
     "command",
     [

@@ -93,6 +93,34 @@ async def test_a_group_tag_out_of_bounds_is_a_bad_request(gateway: FakeServer, t
         await side.stop()
 
 
+@pytest.mark.parametrize(
+    ("key", "named"),
+    [
+        (MY_KEY + "\r\n", "a line break (U+000D)"),
+        ("vck_\x00" + MY_KEY[4:], "a NUL character (U+0000)"),
+        (MY_KEY[:-1] + "é", "the character 'é', which is not ASCII (U+00E9)"),
+        (MY_KEY + "\u200b", "a character that is not ASCII (U+200B)"),
+    ],
+)
+async def test_a_group_key_no_header_can_carry_is_refused_naming_the_key(
+    gateway: FakeServer, tmp_path: Path, key: str, named: str
+) -> None:
+    side = await start(gateway, tmp_path)
+    try:
+        with pytest.raises(JsonRpcException) as refused:
+            await side.request("gateway/chat", chat("k1", group=MINE, apiKey=key))
+        assert refused.value.data["kind"] == "auth", refused.value.message
+        assert refused.value.message.startswith("This model's provider group has an API key that is not valid")
+        assert named in refused.value.message
+        assert "Update API Key" in refused.value.message and MY_KEY[5:] not in refused.value.message
+        with pytest.raises(JsonRpcException) as listed:
+            await side.request("gateway/credits", {"apiKey": key})
+        assert listed.value.data["kind"] == "auth" and named in listed.value.message
+        assert gateway.gateway.requests == [], "nothing went out"
+    finally:
+        await side.stop()
+
+
 # The table as the release before groups created it (history.py's schema without `grp`).
 OLD_SCHEMA = """
 CREATE TABLE usage (

@@ -228,6 +228,29 @@ async def test_the_day_limit_holds_when_the_history_cannot_be_used(
         await side.stop()
 
 
+@pytest.mark.timeout(60)
+async def test_the_first_chat_after_a_lock_at_start_is_released_goes_out(gateway: FakeServer, tmp_path: Path) -> None:
+    UsageStore(tmp_path / DB_NAME, None).close()  # a history in WAL, as a window leaves it
+    # Another program holds it whole (readers too): the sidecar cannot open it as it starts.
+    locker = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None, timeout=0)
+    locker.execute("PRAGMA locking_mode = EXCLUSIVE")
+    locker.execute("BEGIN EXCLUSIVE")
+    locker.execute("DELETE FROM usage WHERE 0")
+    side = await fresh_sidecar(gateway, tmp_path, maxDailyCost=5.0)
+    try:
+        await side.request("gateway/models", {})
+        with pytest.raises(JsonRpcException) as refused:
+            await side.request("gateway/chat", chat("x1"))
+        assert refused.value.data["scope"] == "day", "the day limit fails closed while it is locked"
+        locker.execute("ROLLBACK")
+        locker.close()
+        await side.request("gateway/chat", chat("x2"))  # the first chat after the lock goes out
+        assert len(gateway.gateway.requests) == 1
+    finally:
+        locker.close()  # a second close does nothing
+        await side.stop()
+
+
 async def test_a_lock_taken_mid_session_neither_delays_a_chat_nor_loses_records(
     gateway: FakeServer, tmp_path: Path
 ) -> None:

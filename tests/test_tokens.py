@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 import re
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +17,9 @@ from hypothesis import strategies as st
 from gateway_lm import tokens
 from gateway_lm.messages import MessageIn
 from gateway_lm.tokens import (
+    MAX_UNCUT,
     PIECE,
+    RUN_PIECE,
     count_message,
     count_request,
     count_text,
@@ -97,7 +101,38 @@ def test_a_long_text_counted_in_pieces_counts_exactly_as_a_whole(model: str, wor
 def test_pieces_are_bounded_where_the_text_allows_it() -> None:
     text = "lorem ipsum dolor " * 100_000
     assert max(len(p) for p in pieces(text)) < 2 * PIECE
-    assert list(pieces("x" * (3 * PIECE))) == ["x" * (3 * PIECE)], "no safe cut: not cut"
+    assert list(pieces("x" * (2 * PIECE))) == ["x" * (2 * PIECE)], "no safe cut: not cut, up to MAX_UNCUT past PIECE"
+
+
+# What one count of a span without a cut point costs, in a process of its own: its peak memory.
+HUGE_RUN = """
+import random, resource, string
+from gateway_lm.tokens import count_text, encoding
+encoding("o200k_base").encode_ordinary("warm")
+text = "".join(random.Random(7).choices(string.ascii_lowercase, k=8_000_000))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+count = count_text("openai/gpt-5", text)
+print(count, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="ru_maxrss is POSIX's")
+@pytest.mark.timeout(120)
+def test_a_huge_span_without_a_cut_point_costs_bounded_memory_and_counts_close() -> None:
+    # 8M random letters, one pre-token run: counted whole, +317 MB and 14 s (50 MB: 2.7 GB, 53 s).
+    run = subprocess.run([sys.executable, "-c", HUGE_RUN], capture_output=True, text=True, timeout=110)
+    assert run.returncode == 0, run.stderr
+    count, grown_mb = map(int, run.stdout.split())
+    assert grown_mb < 100, f"counting grew the process by {grown_mb} MB"
+    assert 8_000_000 // 8 < count < 8_000_000
+    # The estimate past MAX_UNCUT: a few tokens per cut, above the exact count.
+    text = "".join(random.Random(3).choices(string.ascii_lowercase, k=2 * PIECE + MAX_UNCUT + 1))
+    cut = list(pieces(text))
+    assert "".join(cut) == text and max(len(p) for p in cut) <= RUN_PIECE
+    encoder = encoding("o200k_base")
+    exact = len(encoder.encode_ordinary(text))
+    estimate = sum(len(encoder.encode_ordinary(p)) for p in cut)
+    assert exact <= estimate <= exact + 4 * len(cut), (exact, estimate)
 
 
 def test_a_long_text_counted_again_is_answered_from_memory_with_its_exact_count(

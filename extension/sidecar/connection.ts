@@ -92,6 +92,12 @@ export interface SidecarLimits {
   stopTimeoutMs: number;
   /** Crashes vscode-languageclient restarts within 3 minutes before it gives up. */
   maxRestartCount: number;
+  /** A token count not answered by then (lost, answered under another id, dropped when cancelled)
+   * fails, as any failed count: Copilot then does without it. Default COUNT_TIMEOUT_MS. */
+  countTimeoutMs?: number;
+  /** A frame whose Content-Length runs past the bytes that came (frames.ts): how long it may wait
+   * for more before the output counts as unframed. Default PARTIAL_FRAME_MS. */
+  partialFrameMs?: number;
 }
 
 const DEFAULT_LIMITS: SidecarLimits = { startTimeoutMs: 30_000, stopTimeoutMs: 2_000, maxRestartCount: 4 };

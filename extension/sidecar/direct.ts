@@ -22,13 +22,23 @@ export class DirectRequests {
 
   constructor(private readonly writer: FrameWriter) {}
 
-  request(method: string, params: object): Promise<unknown> {
+  /** Fails when no answer came within `ms` (lost, or answered under another id): the answer, should
+   * it come later, is then dropped. */
+  request(method: string, params: object, ms: number): Promise<unknown> {
     if (this.closed) return Promise.reject(gone());
     const id = `${PREFIX}${++this.next}`;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
+      const timer = setTimeout(() => {
+        if (this.waiting.delete(id)) reject(new Error(`The sidecar did not answer ${method} within ${ms / 1000} s.`));
+      }, ms);
+      const done = () => clearTimeout(timer);
+      this.waiting.set(id, {
+        resolve: (result) => (done(), resolve(result)),
+        reject: (error) => (done(), reject(error)),
+      });
       this.writer.send({ jsonrpc: '2.0', id, method, params }, (error) => {
         if (!error || !this.waiting.delete(id)) return;
+        done();
         reject(new Error(`Could not write to the sidecar (${error.message})`));
       });
     });

@@ -16,6 +16,11 @@ const EMPTY = Buffer.alloc(0);
 // The sidecar caps one gateway event at 16 MiB (server/gateway_lm/sse.py); JSON escaping can grow it
 // several times. A length past this is a broken stream, not a message to buffer.
 export const MAX_MESSAGE = 128 << 20;
+/** A frame cut short (its Content-Length runs past the bytes that came) waits this long without a
+ * byte more, then the output counts as unframed: the sidecar writes each frame in one go, so the
+ * rest of a frame is milliseconds behind its start. Without the bound, every count and chat after
+ * it would wait for good for bytes that are not coming. */
+export const PARTIAL_FRAME_MS = 10_000;
 // The largest frame written from the writer's kept buffer; a larger one gets a buffer of its own.
 export const SPARE_MAX = 1 << 20;
 
@@ -24,10 +29,13 @@ export class FrameReader extends AbstractMessageReader {
   private size = 0;
   private bodyLength: number | undefined; // once the current frame's headers have been read
   private callback: DataCallback = () => undefined;
+  private partial: NodeJS.Timeout | undefined; // armed while part of a frame is buffered
+  private received = 0; // chunks read, to tell a stalled frame from one whose rest is being read
 
   constructor(
     private readonly stream: Readable,
     private readonly take: (message: Message) => boolean = () => false,
+    private readonly partialFrameMs = PARTIAL_FRAME_MS,
   ) {
     super();
   }
@@ -41,6 +49,7 @@ export class FrameReader extends AbstractMessageReader {
     return {
       dispose: () => {
         this.stream.off('data', onData).off('error', onError).off('close', onClose);
+        this.disarm();
       },
     };
   }
@@ -48,6 +57,14 @@ export class FrameReader extends AbstractMessageReader {
   private onData(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.size += chunk.length;
+    this.received++;
+    this.readFrames();
+    if (this.size === 0) this.disarm();
+    else if (this.partial) this.partial.refresh();
+    else this.partial = setTimeout(() => this.stalled(), this.partialFrameMs).unref();
+  }
+
+  private readFrames(): void {
     for (;;) {
       if (this.bodyLength === undefined && (this.size === 0 || !this.readHeaders())) return;
       const length = this.bodyLength!;
@@ -55,6 +72,22 @@ export class FrameReader extends AbstractMessageReader {
       this.bodyLength = undefined;
       this.deliver(this.consume(length));
     }
+  }
+
+  /** No byte for partialFrameMs while part of a frame waits. Timers run before the loop reads what
+   * arrived meanwhile (a host busy that long): the check runs again after that read. */
+  private stalled(): void {
+    const seen = this.received;
+    setImmediate(() => {
+      if (this.received !== seen || this.size === 0) return; // a read meanwhile re-armed the timer
+      const what = this.bodyLength === undefined ? 'headers' : `${this.size} of its ${this.bodyLength} bytes`;
+      this.fail(`a frame cut short (${what}, and nothing more for ${this.partialFrameMs / 1000} s)`);
+    });
+  }
+
+  private disarm(): void {
+    clearTimeout(this.partial);
+    this.partial = undefined;
   }
 
   /** Reads the next frame's headers if they have all arrived; false when it must wait or failed. */
@@ -92,6 +125,7 @@ export class FrameReader extends AbstractMessageReader {
 
   /** Output that lost its framing cannot be resynchronised: what is buffered is dropped. */
   private fail(what: string): void {
+    this.disarm();
     this.chunks = [];
     this.size = 0;
     this.bodyLength = undefined;

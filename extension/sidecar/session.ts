@@ -40,6 +40,10 @@ export interface SessionOptions {
   stopTimeoutMs: number;
   /** Restarts allowed within RESTART_WINDOW_MS, as vscode-languageclient counts them. */
   maxRestartCount: number;
+  /** How long a token count is waited for (COUNT_TIMEOUT_MS unless given). */
+  countTimeoutMs?: number;
+  /** How long a frame cut short waits for the rest (frames.ts PARTIAL_FRAME_MS unless given). */
+  partialFrameMs?: number;
   onEnd(session: SidecarSession): void;
   /** Sees each message the sidecar sends as it is read, and keeps those it handles (frames.ts):
    * `gateway/parts` reach the chat only this way. */
@@ -47,6 +51,9 @@ export interface SessionOptions {
 }
 
 const RESTART_WINDOW_MS = 3 * 60_000;
+/** A count takes milliseconds, a 1M-character slice well under a second, a background batch waits
+ * for the tokenizer to load (a few seconds): an answer not here by then is not coming. */
+export const COUNT_TIMEOUT_MS = 30_000;
 /** Sent past the client (direct.ts): a token count, which Copilot awaits one at a time, thousands per
  * turn. Sent without a cancellation token only: its `$/cancelRequest` is the client's. */
 const DIRECT: ReadonlySet<string> = new Set<Method>(['gateway/countTokens']);
@@ -119,15 +126,17 @@ export class SidecarSession {
 
   async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
     if (this.ended) throw this.ended;
+    const countMs = this.options.countTimeoutMs ?? COUNT_TIMEOUT_MS;
     if (!token && DIRECT.has(method) && this.direct && this.client.state === State.Running) {
       try {
-        return (await this.untilEnd(this.direct.request(method, params))) as Result<M>;
+        return (await this.untilEnd(this.direct.request(method, params, countMs))) as Result<M>;
       } catch (error) {
         throw this.explain(error);
       }
     }
     // An explicit `undefined` token would turn the params into a positional array.
-    const sent = token ? this.client.sendRequest<Result<M>>(method, params, token) : this.client.sendRequest<Result<M>>(method, params);
+    let sent = token ? this.client.sendRequest<Result<M>>(method, params, token) : this.client.sendRequest<Result<M>>(method, params);
+    if (DIRECT.has(method)) sent = bounded(sent, countMs).catch((error: Error) => Promise.reject(unanswered(method, countMs, error))); // sent while the client starts
     try {
       return await this.untilEnd(sent);
     } catch (error) {
@@ -237,7 +246,7 @@ export class SidecarSession {
     const direct = (this.direct = new DirectRequests(writer));
     child.stdout!.once('close', () => direct.close());
     const take = (message: Message) => direct.take(message) || this.logged(message) || this.options.take(message);
-    return { reader: new FrameReader(child.stdout!, take), writer, detached: false };
+    return { reader: new FrameReader(child.stdout!, take, this.options.partialFrameMs), writer, detached: false };
   }
 
   /** The sidecar's log lines (`window/logMessage`), logged at their level: the client would pass
@@ -319,4 +328,9 @@ function kill(child: ChildProcess): void {
 /** Waits for `promise`, at most `ms`: past that the step after it runs anyway. */
 async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   await bounded(promise, ms).catch(() => undefined);
+}
+
+/** A count not answered in time: bounded()'s rejection in words, other failures as they are. */
+function unanswered(method: string, ms: number, error: Error): Error {
+  return /^no answer in /.test(error.message) ? new Error(`The sidecar did not answer ${method} within ${ms / 1000} s.`) : error;
 }

@@ -19,6 +19,7 @@ import { bounded } from '../bounded';
 import { networkSetting, SECTION, setting, settingId } from '../config';
 import { Button, CHOOSE_INTERPRETER, RETRY, showError } from '../errors';
 import { plain } from '../notify';
+import { readBounded, writeFileAtomic } from '../storage';
 
 /** How the sidecar's Python is run: the interpreter and what goes before `-m gateway_lm serve`. */
 export interface SidecarCommand {
@@ -399,15 +400,23 @@ interface Ready {
   minor: string;
 }
 
+/** Bytes of a `.ready` record; a larger one is not ours. */
+const MAX_READY = 16_384;
+
 async function writeReady(envDir: string, ready: Ready): Promise<void> {
-  await fs.writeFile(path.join(envDir, '.ready'), JSON.stringify(ready));
+  await writeFileAtomic(path.join(envDir, '.ready'), JSON.stringify(ready)); // a rename: never opens what is there
 }
 
 /** A finished environment that still runs with what the user chose. An environment whose base
  * interpreter was removed or replaced by another minor version (Homebrew upgrades Python at any
  * time) is made again rather than failing every request. */
 async function reusable(envDir: string, python: string, version: string, chosen: string | undefined, log: vscode.LogOutputChannel): Promise<boolean> {
-  const ready = parseReady(await fs.readFile(path.join(envDir, '.ready'), 'utf8').catch(() => undefined));
+  // Bounded and never blocking (storage.ts): global storage may hold anything, a FIFO too.
+  const text = await readBounded(path.join(envDir, '.ready'), MAX_READY).then(
+    (bytes) => bytes.toString('utf8'),
+    () => undefined,
+  );
+  const ready = parseReady(text);
   if (!ready || ready.version !== version) return false;
   if (ready.chosen !== (chosen ?? null)) {
     log.info(`setup: ${settingId('pythonPath')} changed; the sidecar's environment is made again.`);
@@ -432,7 +441,7 @@ async function reusable(envDir: string, python: string, version: string, chosen:
 }
 
 function parseReady(text: string | undefined): Ready | undefined {
-  if (!text || text.length > 16_384) return undefined;
+  if (!text || text.length > MAX_READY) return undefined;
   try {
     const value = JSON.parse(text) as Partial<Ready>;
     const strings = [value.version, value.base, value.python, value.minor].every((v) => typeof v === 'string');

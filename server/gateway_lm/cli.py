@@ -128,7 +128,9 @@ async def run_models(args: argparse.Namespace, out: Output) -> None:
         await client.aclose()
     if out.as_json:
         for model in models:
-            out.out(model.model_dump_json() + "\n")
+            # json.dumps, not model_dump_json: pydantic's encoder refuses a lone surrogate, which
+            # `printable` writes as its JSON escape.
+            out.out(json.dumps(model.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) + "\n")
         return
     for model in models:
         tools = "tools" if model.capabilities.toolCalling else "no tools"

@@ -138,6 +138,34 @@ def group_without_key() -> GatewayError:
     )
 
 
+def invalid_key(key: str, grouped: bool) -> GatewayError | None:
+    """A key that cannot go out in an `Authorization` header (a line break, a NUL, a character past
+    ASCII: pasted with the text around it): refused before anything is sent, naming the character by
+    its code point (one character of the key, never the key). None for a key that can go out."""
+    for char in key:
+        if " " <= char <= "~":
+            continue
+        code = ord(char)
+        if char in "\r\n":
+            what = "a line break"
+        elif char == "\0":
+            what = "a NUL character"
+        elif code < 0x20 or code == 0x7F:
+            what = "a control character"
+        elif char.isprintable() and not 0xD800 <= code <= 0xDFFF:
+            what = f"the character '{char}', which is not ASCII"
+        else:
+            what = "a character that is not ASCII"
+        whose = "This model's provider group has an API key" if grouped else "The API key is one"
+        return GatewayError(
+            "auth",
+            f"{whose} that is not valid: it holds {what} (U+{code:04X}), which no API key holds, so nothing"
+            " was sent. Set the key again without it: Update API Key on the group in the Language Models"
+            " editor (Chat: Manage Language Models).",
+        )
+    return None
+
+
 def with_advice(kind: ErrorKind, detail: str) -> str:
     advice = _ADVICE.get(kind, "")
     detail = detail.strip().rstrip(".")

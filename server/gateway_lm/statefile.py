@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -41,12 +42,11 @@ class State:
 def read_state(path: Path) -> tuple[State, list[str]]:
     """The valid entries of the file, and a name for each part of it that was dropped."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return State(), [f"the whole file ({size} bytes)"]
-        data: Any = json.loads(path.read_bytes())
+        data: Any = json.loads(read_bounded(path, MAX_FILE_BYTES))
     except FileNotFoundError:
         return State(), []
+    except _Refused as refused:
+        return State(), [f"the whole file ({refused})"]
     except (OSError, ValueError, RecursionError) as error:
         return State(), [f"the whole file ({type(error).__name__})"]
     if not isinstance(data, dict):
@@ -55,6 +55,34 @@ def read_state(path: Path) -> tuple[State, list[str]]:
     factors = _section(data, "factors", _factor, dropped)
     limits = _section(data, "limits", _limit, dropped)
     return State(factors, limits), dropped
+
+
+class _Refused(OSError):
+    """A file that is not one of ours: not a regular file, or larger than any we write."""
+
+
+def read_bounded(path: Path, max_bytes: int) -> bytes:
+    """The bytes of `path`, bounded by bytes read, never by the size stat reports.
+
+    Someone else may have left anything there: a link to /dev/zero (endless), a FIFO (an open that
+    waits for a writer for good). Opened without blocking, the open handle must be a regular file,
+    and one byte past `max_bytes` refuses it. Raises FileNotFoundError, `_Refused` or OSError.
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(descriptor, "rb", buffering=0) as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise _Refused("not a regular file")
+        data = file.read(max_bytes + 1)  # a raw file's read may return less: read until the end
+        chunks = [data] if data else []
+        total = len(data or b"")
+        while data and total <= max_bytes:
+            data = file.read(max_bytes + 1 - total)
+            if data:
+                chunks.append(data)
+                total += len(data)
+        if total > max_bytes:
+            raise _Refused(f"larger than {max_bytes} bytes")
+        return b"".join(chunks)
 
 
 def write_state(path: Path, changes: State) -> State:

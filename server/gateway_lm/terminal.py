@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 
 # C0 and C1 controls and DEL (the terminal's commands), the bidirectional overrides and isolates
-# (text that reads other than it is stored), and the Unicode line and paragraph separators.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-_UNSAFE_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# (text that reads other than it is stored), the Unicode line and paragraph separators, and lone
+# surrogates (JSON's `\ud800` carries one; no terminal encoding can write it, and the print failed).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+_UNSAFE_BUT_LINES = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

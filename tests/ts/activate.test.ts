@@ -3,6 +3,7 @@
 // fails, the provider still answers, bad entries are dropped with one log line and the files are
 // repaired; two windows saving counts to one folder keep both windows' counts.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -266,6 +267,34 @@ test('a garbage message-counts.json: activation succeeds, messages are counted, 
     window.close();
   }
 });
+
+test(
+  'special files in storage: a FIFO or a link to /dev/zero is refused at once, one line each; activate() and deactivate() end',
+  { skip: process.platform === 'win32', timeout: 30_000 },
+  async () => {
+    // Another process may leave anything there: a FIFO would block the open for good (activate() at
+    // token-counts.json, deactivate() at message-counts.json), /dev/zero would grow the host's memory.
+    const dir = gateway.folder('agl-special-');
+    execFileSync('mkfifo', [path.join(dir, 'token-counts.json')]);
+    fs.symlinkSync('/dev/zero', path.join(dir, 'models.json'));
+    fs.symlinkSync('/dev/zero', path.join(dir, 'message-counts.json'));
+    const rss = process.memoryUsage().rss;
+    const window = await openWindow(dir);
+    try {
+      assert.deepEqual(await modelIds(window), FAKE_MODELS);
+      assert.ok((await count(window, 'counted beside special files')) > 0);
+      await deactivate();
+      for (const file of ['token-counts.json', 'models.json', 'message-counts.json']) {
+        const lines = window.log.lines.filter((line) => line.includes(file));
+        assert.equal(lines.length, 1, `${file}: one line (${lines.join(' | ')})`);
+        assert.match(lines[0], /not a regular file/, file);
+      }
+      assert.ok(process.memoryUsage().rss - rss < 256 << 20, 'nothing read past the bound');
+    } finally {
+      window.close();
+    }
+  },
+);
 
 test('activation reads no tools; their strings are counted once the list is served, and again when extensions change', async () => {
   let reads = 0;

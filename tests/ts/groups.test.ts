@@ -244,6 +244,57 @@ test('upgrade: the Thinking Effort choices VS Code kept in a keyless group go in
   }
 });
 
+test('upgrade: a group name with a line break forges no log line', { timeout: 30_000 }, async () => {
+  const profile = storage();
+  const dir = path.join(profile, 'globalStorage', 'ext');
+  fs.mkdirSync(dir, { recursive: true });
+  const forged = 'Old\n2026-11-27 12:00:00.000 [error] forged\r\u2028';
+  const keyless = { name: forged, vendor: 'vercel-ai-gateway', settings: { 'fake/reasoning': { reasoningEffort: 'high' } } };
+  fs.writeFileSync(path.join(profile, 'chatLanguageModels.json'), JSON.stringify([keyless]));
+  const secrets = new stub.SecretStorage();
+  await secrets.store(SECRET, MINE);
+  const groups = new Map<string, Record<string, unknown>>();
+  hostMigration(groups);
+  let window: Window | undefined;
+  try {
+    window = await openWindow(dir, secrets);
+    const said = () => window!.log.lines.find((line) => line.includes('were copied'));
+    for (const deadline = Date.now() + 10_000; !said() && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    assert.match(said() ?? '', /'Old\\u000a2026-11-27 12:00:00\.000 \[error\] forged\\u000d\\u2028'/);
+    for (const line of window.log.lines) assert.doesNotMatch(line, /[\r\n\u2028\u2029]/, JSON.stringify(line));
+  } finally {
+    stub.registeredCommands.delete(MIGRATE);
+    window?.close();
+  }
+});
+
+test(
+  'upgrade: a chatLanguageModels.json that is a link to /dev/zero is refused unread, in one line',
+  { skip: process.platform === 'win32', timeout: 30_000 },
+  async () => {
+    const profile = storage();
+    const dir = path.join(profile, 'globalStorage', 'ext');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.symlinkSync('/dev/zero', path.join(profile, 'chatLanguageModels.json'));
+    const secrets = new stub.SecretStorage();
+    await secrets.store(SECRET, MINE);
+    const groups = new Map<string, Record<string, unknown>>();
+    hostMigration(groups);
+    let window: Window | undefined;
+    try {
+      window = await openWindow(dir, secrets);
+      for (const deadline = Date.now() + 10_000; groups.size < 1 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(groups.get('Vercel AI Gateway'), { apiKey: MINE }, 'the key moved all the same');
+      const lines = window.log.lines.filter((line) => line.includes('Language Models file'));
+      assert.equal(lines.length, 1, lines.join(' | '));
+      assert.match(lines[0], /not a regular file/);
+    } finally {
+      stub.registeredCommands.delete(MIGRATE);
+      window?.close();
+    }
+  },
+);
+
 test('upgrade: a chatLanguageModels.json that is not what VS Code writes carries nothing and costs nothing', async () => {
   const profile = storage();
   const dir = path.join(profile, 'globalStorage', 'ext');

@@ -151,6 +151,26 @@ test('a count answered with an error that is not JSON-RPC fails with a message t
   assert.deepEqual(await countOf(connection, 'alone'), { counts: [5] });
 });
 
+test('a count whose answer is lost or comes under another id fails in bounded time; the next count is answered', { timeout: 15_000 }, async () => {
+  const connection = connect('counts', { ...LIMITS, countTimeoutMs: 300 });
+  for (const text of ['lost', 'wrongid']) {
+    const error = await countOf(connection, text).then(
+      () => assert.fail(`the count of ${text} succeeded`),
+      (e: unknown) => e as Error,
+    );
+    assert.match(error.message, /did not answer gateway\/countTokens within 0\.3 s/, text);
+    assert.deepEqual(await countOf(connection, 'alone'), { counts: [5] }, `after ${text}`);
+  }
+});
+
+test('a frame whose Content-Length runs past what was written ends the sidecar clearly; the next count starts a new one', { timeout: 15_000 }, async () => {
+  const connection = connect('counts', { ...LIMITS, countTimeoutMs: 10_000, partialFrameMs: 300 });
+  assert.deepEqual(await countOf(connection, 'alone'), { counts: [5] });
+  await fails(countOf(connection, 'longframe'), /not JSON-RPC \(unframed output: a frame cut short \(\d+ of its \d+ bytes, and nothing more for 0\.3 s\)\)/);
+  assert.deepEqual(await countOf(connection, 'alone again'), { counts: [11] });
+  await until(() => pids().length === 2, 'a new sidecar answered');
+});
+
 test('the real sidecar: a bad count gets its clear invalid-params error, and the next count is exact', { timeout: 40_000 }, async () => {
   const connection = connect('real', { ...LIMITS, startTimeoutMs: 30_000 });
   const count = (params: unknown) => connection.request('gateway/countTokens', params as { model: string; texts: string[] });

@@ -284,6 +284,21 @@ test('the interpreter under a ready environment was removed (Homebrew): the envi
   assert.match(ran(), new RegExp(`${python313} -I -m venv`));
 });
 
+test(
+  "a FIFO at the environment's .ready: the start neither blocks nor fails; the environment is made again",
+  { skip: process.platform === 'win32', timeout: 20_000 },
+  async () => {
+    fakePython('python3');
+    const ctx = context();
+    await sidecarPython(ctx, log);
+    fs.rmSync(path.join(envDir(), '.ready'));
+    execFileSync('/usr/bin/mkfifo', [path.join(envDir(), '.ready')]); // PATH here is the fake Pythons'
+    const command = await sidecarPython(ctx, log);
+    assert.equal(command.command, path.join(envDir(), 'bin', 'python'));
+    assert.ok(fs.statSync(path.join(envDir(), '.ready')).isFile(), 'marked ready again, in a file');
+  },
+);
+
 test('the pythonPath setting is used alone: one that is too old is named, not passed over', async () => {
   stub.settings['vercelAiGateway.pythonPath'] = fakePython('my-python', { version: '3.9' });
   fakePython('python3', { version: '3.13' });

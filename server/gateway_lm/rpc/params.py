@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
 import cattrs
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
-from ..errors import GatewayError
+from ..errors import GatewayError, invalid_key
 from ..messages import MAX_MODEL_ID, ChatRequest, GroupId, MessageIn
 from ..settings import MAX_COST_SETTING, describe_problems
 from ..spend.history import DEFAULT_LIMIT, MAX_LIMIT
@@ -50,6 +50,15 @@ class ChatParams(ChatRequest):
     approvedDay: bool = False
     approvedUnpriced: bool = False
 
+    # A GatewayError, not a ValueError: pydantic passes it on as it is, and rpc_errors sends it as
+    # what it is (an `auth` error in the user's words), never "Internal error (ValueError…)".
+    @model_validator(mode="after")
+    def _key_can_go_out(self) -> ChatParams:
+        refused = invalid_key(self.apiKey, self.group is not None) if self.apiKey else None
+        if refused:
+            raise refused
+        return self
+
 
 class CountParams(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -65,6 +74,14 @@ class KeyParams(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     apiKey: str | None = None
+
+    @field_validator("apiKey")
+    @classmethod
+    def _key_can_go_out(cls, key: str | None) -> str | None:
+        refused = invalid_key(key, True) if key else None
+        if refused:
+            raise refused
+        return key
 
 
 class UsageParams(BaseModel):

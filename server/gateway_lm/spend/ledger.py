@@ -9,6 +9,7 @@ result has left; a failure there costs a log line, never the chat.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import math
@@ -170,7 +171,7 @@ class Ledger:
         waits past `wait` falls back to the last read plus what this process wrote since, so a lock
         another program holds neither stops nor delays a chat."""
         today = utc_day()
-        total = await self._in_store(lambda store: store.day_total(today, wait, group), "read")
+        total = await self._in_store(lambda store: store.day_total(today, wait, group), "read", wait)
         if total is not None:
             self._day_read[group] = (today, total)
             self._since_read[group] = {}
@@ -234,13 +235,22 @@ class Ledger:
 
     # ---- the store, from a worker thread ----
 
-    async def _in_store(self, work: Callable[[UsageStore], _T], doing: str) -> _T | None:
+    async def _in_store(self, work: Callable[[UsageStore], _T], doing: str, wait: float | None = None) -> _T | None:
         """`work` on the history in a worker thread; None when it cannot be used now (the trouble is
-        told once; a history that could not be opened is tried again off the caller's path)."""
+        told once; a history that could not be opened is tried again off the caller's path). With
+        `wait` (the spend guard, on a chat's path), a history that could not be opened is tried again
+        now, whenever it was last tried, and waited for that long: otherwise the first chat after a
+        lock is released would be refused on the old failure while the new attempt runs behind it."""
         store = self.store
         if store is None:
-            self._reopen_later()
-            return None
+            reopening = self._reopen_later(urgent=wait is not None)
+            if reopening is None or wait is None:
+                return None
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reopening), wait)
+            store = self.store
+            if store is None:
+                return None
         try:
             return await asyncio.to_thread(work, store)
         except sqlite3.Error as error:  # busy past the timeout, a full disk, a damaged file
@@ -278,13 +288,19 @@ class Ledger:
             del self._pending[dropped]
             log.warning("usage history: %d records wait in memory; the oldest was dropped", MAX_PENDING)
 
-    def _reopen_later(self) -> None:
-        """Tries to open the history again off the caller's path (opening may wait for a lock)."""
-        if self.settings.stateDir and time.monotonic() - self._opened_at >= REOPEN_INTERVAL_S:
+    def _reopen_later(self, urgent: bool = False) -> asyncio.Future[None] | None:
+        """Tries to open the history again off the caller's path (opening may wait for a lock): at most
+        every REOPEN_INTERVAL_S, or at once when `urgent`; one attempt at a time. The attempt under
+        way, if any."""
+        if self._reopening:
+            return next(iter(self._reopening))
+        if self.settings.stateDir and (urgent or time.monotonic() - self._opened_at >= REOPEN_INTERVAL_S):
             self._opened_at = time.monotonic()
             task = asyncio.ensure_future(asyncio.to_thread(self._open))
             self._reopening.add(task)
             task.add_done_callback(self._reopening.discard)
+            return task
+        return None
 
 
 def _of(record: UsageRecord, group: str | Every | None) -> bool:
