@@ -115,3 +115,83 @@ def _text(item: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "".join(str(p.get("text", "")) for p in content or [] if isinstance(p, dict))
+
+
+# Issue 36 §1: a model the catalogue lists with a large window whose provider enforces a far lower
+# input limit, naming it in its 400. Its agent reads the workspace's part-01.txt … part-08.txt one per
+# step, choosing the next file from what the request shows it has read (its calls, or a summary's
+# FILES-READ list), then answers. Listed only when FAKE_GATEWAY_OVERFLOW_AGENT is set (tests/e2e/ui.mjs).
+OVERFLOW_LIMIT = 28_600  # the provider's real input limit, in o200k tokens
+OVERFLOW_FILES = 8
+OVERFLOW_MODEL = {
+    "id": "fake/overflow-agent",
+    "name": "Fake Overflow Agent",
+    "type": "language",
+    "owned_by": "fake",
+    "context_window": 128_000,
+    "max_tokens": 8_000,
+    "tags": ["tool-use"],
+    "pricing": {"input": "0.000003", "output": "0.000015"},
+}
+_OVERFLOW_FOLDER = re.compile(r"\[overflow(?:-(\d+))?:([^\]]+)\]")  # [overflow-N:FOLDER]: N files, else 8
+# A call as our transcript has it (translate.as_transcript), and as Copilot's summary request has it
+_CALLED = re.compile(r"(?:called the tool \S+ with|Used tool \S+ with arguments:) [^\n]*?part-(\d\d)\.txt")
+_SUMMARY_READ = re.compile(r"FILES-READ: ([\d, ]*)")
+
+
+def overflow_files_read(body: dict[str, Any]) -> set[int]:
+    """The files the request shows as read: its read calls, a transcript's, a summary's list."""
+    read: set[int] = set()
+    for item in body.get("input") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "function_call":
+            read |= {int(n) for n in re.findall(r"part-(\d\d)\.txt", str(item.get("arguments")))}
+        elif item.get("type", "message") == "message":
+            text = _text(item)
+            read |= {int(n) for n in _CALLED.findall(text)}
+            for listed in _SUMMARY_READ.findall(text):
+                read |= {int(n) for n in re.findall(r"\d+", listed)}
+    return read
+
+
+def serve_overflow_agent(h: Handler, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
+    from fake_gateway import call_events, fill_arguments, refuse_overflow, response_obj, text_events
+
+    real = count_request(body, "fake/overflow-agent")
+    form = summarisation_form(body)
+    cleared = sum(1 for i in body.get("input") or [] if isinstance(i, dict) and CLEARED in json.dumps(i))
+    entry.update(real_input_tokens=real, input_limit=OVERFLOW_LIMIT, summarisation=form, cleared=cleared)
+    entry["tools_callable"] = bool(body.get("tools")) and body.get("tool_choice") != "none"
+    if real > OVERFLOW_LIMIT:
+        entry["overflow"] = True
+        refuse_overflow(h, real, OVERFLOW_LIMIT)
+        return
+    h._start_stream()
+    usage = {"input_tokens": real, "output_tokens": 40, "total_tokens": real + 40}
+    done = {"type": "response.completed", "response": response_obj("completed", usage=usage)}
+    state = h.server.gateway
+    folder, files = None, OVERFLOW_FILES
+    for item in body.get("input") or []:
+        match = _OVERFLOW_FOLDER.search(_text(item)) if isinstance(item, dict) else None
+        if match:
+            folder, files = match.group(2), int(match.group(1) or OVERFLOW_FILES)
+    folder, files = (folder, files) if folder else getattr(state, "overflow_folder", (None, OVERFLOW_FILES))
+    state.overflow_folder = folder, files
+    read = overflow_files_read(body)
+    entry["files_read"] = sorted(read)
+    if form is not None:
+        listed = ", ".join(f"{n:02d}" for n in sorted(read))
+        asked = f"The user asked me to read the {files} files in [overflow-{files}:{folder}] one by one."
+        summary = f"<summary>{asked} FILES-READ: {listed}</summary>"
+        h._send(entry, [created, *text_events([summary]), done])
+        return
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    tool = next((t for t in tools if "read" in str(t.get("name")) and "file" in str(t.get("name"))), None)
+    left = [n for n in range(1, files + 1) if n not in read]
+    if not left or tool is None or folder is None:
+        h._send(entry, [created, *text_events([f"I have read all {files} files."]), done])
+        return
+    path = str(Path(folder) / f"part-{left[0]:02d}.txt")
+    arguments = json.dumps({**fill_arguments(tool.get("parameters") or {}, path), "startLine": 1, "endLine": 2000})
+    h._send(entry, [created, *call_events(f"call_overflow_{left[0]}", str(tool["name"]), arguments), done])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import re
 import socket
 import ssl
@@ -30,7 +31,7 @@ from typing import Any
 
 import fake_spend
 from fake_agent import MODEL as AGENT_MODEL
-from fake_agent import serve_agent_loop
+from fake_agent import OVERFLOW_MODEL, serve_agent_loop, serve_overflow_agent
 from fake_reasoning import AGENT_MODEL as REASONING_AGENT_MODEL
 from fake_reasoning import serve_reasoning_agent, serve_strict_reasoning
 from fake_soak import serve_soak
@@ -393,6 +394,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS]})
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, REASONING_AGENT_MODEL]})
+            elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
+                self._json(200, {"object": "list", "data": [*MODELS, OVERFLOW_MODEL]})
             else:
                 self._json(200, {"object": "list", "data": MODELS})
         elif self.path == "/_requests":
@@ -513,6 +516,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "agent-loop":
         serve_agent_loop(h, body, entry, created)  # may refuse before any stream starts
+        return
+    if scenario == "overflow-agent":
+        serve_overflow_agent(h, body, entry, created)  # may refuse before any stream starts
         return
     if scenario == "soak":
         serve_soak(h, body, entry)  # bench/soak.mjs: agent turns with faults

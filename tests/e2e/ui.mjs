@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
 
+process.env.FAKE_GATEWAY_OVERFLOW_AGENT = '1'; // lists issue 36's model (tests/fake_agent.py) for 'overflow-turn'
 const { cache, dirs, gateway, port, env } = await host.prepareRun(
   'ui',
   {
@@ -700,6 +701,97 @@ try {
     },
     360_000,
   ); // up to 240 s for the batch of reads
+
+  // Issue 36 §1: an agent turn on a model the catalogue lists with a 128K window whose provider enforces
+  // 28,600 tokens, naming the limit in its 400 (tests/fake_agent.py, fake/overflow-agent). It reads eight
+  // ~5K-token files one per step. The first overflow is retried fitted; after it, every request of the
+  // turn goes out fitted (at most one refused request per model and limit), and Copilot's compaction
+  // requests too (no "Could not compact conversation"). A second turn, on the learned window, has
+  // Copilot summarise the history.
+  await step(
+    'overflow-turn',
+    async () => {
+      const dialog = page.locator('.ai-models-management-editor'); // left open when run after manage-models alone
+      for (let i = 0; i < 3 && (await dialog.isVisible()); i++) {
+        if (i < 2) await page.keyboard.press('Escape');
+        else await page.locator('.modal-editor-header .codicon-close').first().click();
+        await dialog.waitFor({ state: 'hidden', timeout: 2_000 }).catch(() => undefined);
+      }
+      if (!(await chatInput().isVisible())) await runCommand('Chat: Open Chat');
+      await chatInput().waitFor({ timeout: 30_000 });
+      if ((await responses().count()) > 0) await runCommand('Chat: New Chat');
+      // AI_GATEWAY_LM_OVERFLOW_FILES=24: enough reads in the first turn for Copilot's own compaction
+      const FILES = Number(process.env.AI_GATEWAY_LM_OVERFLOW_FILES ?? 8);
+      const folder = path.join(dirs.ws, 'big');
+      fs.mkdirSync(folder, { recursive: true });
+      for (let n = 1; n <= FILES; n++) {
+        // ~5,000 o200k tokens each; no file names inside (the fake reads its progress from its calls)
+        const lines = Array.from(
+          { length: 125 },
+          (_, i) => `def step_${n}_${i}(value: int) -> int:  # section ${n}, line ${i}: scale the value and offset it\n    return value * ${i} + ${n}\n`,
+        );
+        fs.writeFileSync(path.join(folder, `part-${String(n).padStart(2, '0')}.txt`), lines.join(''));
+      }
+      await pickModel('Fake Overflow Agent');
+      const mine = async () => (await gatewayRequests()).filter((e) => e.body?.model === 'fake/overflow-agent');
+      const END = /I have read all \d+ files\.|Could not compact conversation|Input is too long|prompt is too long|Continue to iterate|Sorry, /;
+      /** Sends `text`, then waits (bounded) for an ending in the response and the gateway quiet for 5 s. */
+      const turn = async (label, text) => {
+        const from = (await mine()).length;
+        const started = Date.now();
+        await send(text);
+        let seen = -1;
+        let quietSince = Date.now();
+        for (const deadline = Date.now() + 420_000; Date.now() < deadline; await page.waitForTimeout(1_000)) {
+          const count = (await mine()).length;
+          if (count !== seen) [seen, quietSince] = [count, Date.now()];
+          const shown = await responses()
+            .last()
+            .innerText()
+            .catch(() => '');
+          if (END.test(shown) && Date.now() - quietSince > 5_000) break;
+        }
+        const log = (await mine()).slice(from);
+        const shown = await responses()
+          .last()
+          .innerText()
+          .catch(() => '');
+        const all = await page
+          .locator('.part.auxiliarybar')
+          .innerText()
+          .catch(() => '');
+        const result = {
+          label,
+          seconds: Math.round((Date.now() - started) / 1000),
+          requests: log.length,
+          refused: log.filter((e) => e.overflow).length,
+          refusedSizes: log.filter((e) => e.overflow).map((e) => e.real_input_tokens),
+          summarisations: log.filter((e) => e.summarisation).map((e) => `${e.summarisation}:${e.real_input_tokens}${e.overflow ? ' REFUSED' : ''}`),
+          cleared: log.map((e) => e.cleared ?? 0),
+          sizes: log.map((e) => `${e.real_input_tokens}${e.overflow ? '!' : ''}${e.summarisation ? 's' : ''}`),
+          reads: log.map((e) => e.files_read?.length ?? null),
+          steps: (shown.match(/(?:Finished|Completed|Worked)[^\n]*?\d+ steps?/g) ?? []).join(' | '),
+          answered: /I have read all \d+ files\./.test(shown),
+          couldNotCompact: /Could not compact conversation/.test(all),
+          inputTooLong: /Input is too long|prompt is too long/.test(all),
+          continuePrompt: /Continue to iterate/.test(all),
+        };
+        console.log(`ui: overflow ${JSON.stringify(result)}`);
+        console.log(`ui: overflow ${label} response: ${JSON.stringify(shown.slice(0, 800))}`);
+        await page.screenshot({ path: path.join(artifacts, `ui-overflow-${label}.png`) });
+        return result;
+      };
+      const first = await turn('turn1', `Read the ${FILES} files part-NN.txt in [overflow-${FILES}:${folder}] one by one, then say so.`);
+      const second = await turn('turn2', 'Which of the files have you read? Answer in one line.');
+      fs.writeFileSync(path.join(artifacts, 'ui-overflow-requests.json'), JSON.stringify({ first, second }, null, 1));
+      const all = [first, second];
+      assert.ok(all.reduce((n, t) => n + t.refused, 0) <= 1, 'at most one refused request for the model and its limit');
+      assert.ok(!all.some((t) => t.couldNotCompact), 'no "Could not compact conversation"');
+      assert.ok(!all.some((t) => t.inputTooLong), 'no gateway 400 in the chat');
+      assert.ok(first.answered, 'the turn was answered');
+    },
+    900_000,
+  ); // two turns of up to 420 s each
 
   // Several keys side by side (rfcs/0007, provider groups), last: it deletes the first group. A
   // second group added as a user adds one, its key replaced with *Update API Key*, the first group
