@@ -16,6 +16,7 @@ import { activate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import { groupTag } from '../../extension/keys';
 import type { GatewayChatProvider } from '../../extension/provider';
+import { until } from './until';
 
 const MIGRATE = 'lm.migrateLanguageModelsProviderGroup';
 const SECRET = 'vercelAiGateway.apiKey';
@@ -259,7 +260,7 @@ test('upgrade: a group name with a line break forges no log line', { timeout: 30
   try {
     window = await openWindow(dir, secrets);
     const said = () => window!.log.lines.find((line) => line.includes('were copied'));
-    for (const deadline = Date.now() + 10_000; !said() && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    await until(() => said() !== undefined, 'the copied settings are logged');
     assert.match(said() ?? '', /'Old\\u000a2026-11-27 12:00:00\.000 \[error\] forged\\u000d\\u2028'/);
     for (const line of window.log.lines) assert.doesNotMatch(line, /[\r\n\u2028\u2029]/, JSON.stringify(line));
   } finally {
@@ -283,7 +284,7 @@ test(
     let window: Window | undefined;
     try {
       window = await openWindow(dir, secrets);
-      for (const deadline = Date.now() + 10_000; groups.size < 1 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+      await until(() => groups.size > 0, 'the key moved into a group');
       assert.deepEqual(groups.get('Vercel AI Gateway'), { apiKey: MINE }, 'the key moved all the same');
       const lines = window.log.lines.filter((line) => line.includes('Language Models file'));
       assert.equal(lines.length, 1, lines.join(' | '));
