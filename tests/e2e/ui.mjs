@@ -185,6 +185,21 @@ async function hideNotificationCenter() {
   if (await page.locator('.notifications-center').isVisible()) await runCommand('Notifications: Hide Notifications');
 }
 
+/** The user's settings.json as VS Code last wrote it. VS Code rewrites the file in place, so a read can
+ * meet it half written (seen once on a loaded machine: "Unexpected end of JSON input"): such a read
+ * is tried again, 20 ms later, for 5 s at most. */
+function userSettings() {
+  const file = path.join(dirs.ud, 'User', 'settings.json');
+  for (const deadline = Date.now() + 5_000; ; ) {
+    try {
+      return JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch (error) {
+      if (!(error instanceof SyntaxError) || Date.now() > deadline) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
+  }
+}
+
 async function send(text) {
   await chatInput().click();
   await page.keyboard.type(text);
@@ -295,8 +310,7 @@ try {
       hasText: "hidden from Copilot's agent harness",
     });
     assert.equal(await shown.count(), 0, 'no harness notice in a web workbench');
-    const settings = JSON.parse(fs.readFileSync(path.join(dirs.ud, 'User', 'settings.json'), 'utf8'));
-    assert.equal(settings['chat.agentHost.byokModels.enabled'], undefined, 'nothing written');
+    assert.equal(userSettings()['chat.agentHost.byokModels.enabled'], undefined, 'nothing written');
   });
 
   await step('thinking', async () => {
@@ -399,7 +413,6 @@ try {
     await pick.locator('.monaco-button', { hasText: 'OK' }).first().click();
     await pick.waitFor({ state: 'hidden', timeout: 10_000 });
   };
-  const userSettings = () => JSON.parse(fs.readFileSync(path.join(dirs.ud, 'User', 'settings.json'), 'utf8'));
 
   await step('curated-picker', async () => {
     await togglePick('Fake Pricey');
@@ -449,7 +462,7 @@ try {
     await page.keyboard.press('Enter');
     await findNotification('now run on Fake Tools');
     await hideNotificationCenter();
-    const settings = JSON.parse(fs.readFileSync(path.join(dirs.ud, 'User', 'settings.json'), 'utf8')); // written before the notice
+    const settings = userSettings(); // written before the notice
     for (const key of ['chat.utilitySmallModel', 'chat.utilityModel']) assert.equal(settings[key], SMALL_MODEL, `${key} in the user's settings`);
   });
 
