@@ -483,7 +483,7 @@ try {
     await responses().last().getByText('Hello from the fake gateway.').waitFor({ timeout: 60_000 });
     // Copilot asks its small model for the title: our provider, with the model the command wrote.
     await waitForRequest(mark, 'fake/tools', 'brief title for the following request', 'chat-title request');
-    await page.getByText('Picnic plan from the gateway').first().waitFor({ timeout: 30_000 }); // the fake's title answer
+    await page.getByText('Picnic plan from the gateway').filter({ visible: true }).first().waitFor({ timeout: 30_000 }); // the fake's title answer, where it shows (a hidden list may hold it first)
   });
 
   await step('commit-message', async () => {
