@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import os
 import sqlite3
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -199,14 +201,25 @@ async def test_a_request_approval_does_not_lift_the_day_limit(
     assert len(gateway.gateway.requests) == 1
 
 
-@pytest.mark.parametrize("damage", ["garbage", "directory"])
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("damage", ["garbage", "directory", "fifo", "/dev/zero", "fifo-shm"])
 async def test_the_day_limit_holds_when_the_history_cannot_be_used(
     gateway: FakeServer, tmp_path: Path, damage: str
 ) -> None:
+    # A FIFO would block a read for good and a link to /dev/zero would grow memory, were they read
+    # as files: SQLite refuses both (and a FIFO as its shared-memory index) at open, in bounded time.
+    if sys.platform == "win32" and damage.startswith(("fifo", "/dev/")):
+        pytest.skip("a FIFO and /dev/zero are POSIX's")
     if damage == "garbage":
         (tmp_path / DB_NAME).write_bytes(b"not a database " * 200)
-    else:
+    elif damage == "directory":
         (tmp_path / DB_NAME).mkdir()
+    elif damage == "fifo":
+        os.mkfifo(tmp_path / DB_NAME)
+    elif damage == "fifo-shm":
+        os.mkfifo(tmp_path / f"{DB_NAME}-shm")
+    else:
+        (tmp_path / DB_NAME).symlink_to(damage)
     side = await fresh_sidecar(gateway, tmp_path, maxDailyCost=0.10)
     try:
         await side.request("gateway/models", {})
