@@ -266,6 +266,9 @@ class Gateway:
         self.lock = threading.Lock()
         self.generations = fake_spend.Generations()
         self.lookups: list[dict[str, Any]] = []  # GETs of credits, generations (fake_spend.py) and the model list
+        # The default list with the markup models too, from `POST /_catalogue {"markup": true}` on: a
+        # UI test's way to change what a running host lists (tests/e2e/ui.mjs, 'hover-markup').
+        self.markup = False
 
     def record_lookup(self, entry: dict[str, Any]) -> None:
         with self.lock:
@@ -395,7 +398,8 @@ class Handler(BaseHTTPRequestHandler):
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, REASONING_AGENT_MODEL]})
             elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
-                self._json(200, {"object": "list", "data": [*MODELS, OVERFLOW_MODEL]})
+                markup = [MARKUP_MODEL, MARKUP_ID_MODEL] if self.server.gateway.markup else []
+                self._json(200, {"object": "list", "data": [*MODELS, OVERFLOW_MODEL, *markup]})
             else:
                 self._json(200, {"object": "list", "data": MODELS})
         elif self.path == "/_requests":
@@ -422,6 +426,11 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return
+        if self.path == "/_catalogue":
+            with self.server.gateway.lock:
+                self.server.gateway.markup = body.get("markup") is True
+            self._json(200, {"ok": True})
             return
         scenario = (
             self.headers.get("x-fake-scenario")

@@ -806,6 +806,46 @@ try {
     900_000,
   ); // two turns of up to 420 s each
 
+  // A gateway's markup in VS Code's own hover (issue 36 §2): the Language Models editor renders a
+  // model row's hover from its name and `id@version` as trusted markdown, where a link to `command:`
+  // runs the command when clicked. The fake gateway lists fake_gateway.MARKUP_MODEL (an autolink, a
+  // reference link and a bare `command:` in the name, links in `released`) and MARKUP_ID_MODEL (a
+  // link in the id) from here on; the hover shows their text, and no link.
+  await step('hover-markup', async () => {
+    const catalogue = (markup) =>
+      fetch(`${gateway}/_catalogue`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ markup }) });
+    await catalogue(true);
+    try {
+      await page.keyboard.press('Escape');
+      await runCommand('Vercel AI Gateway: Refresh Models');
+      const editor = page.locator('.ai-models-management-editor');
+      for (let attempt = 1; !(await editor.isVisible()); attempt++) {
+        await page.keyboard.press('Escape');
+        await runCommand('Chat: Manage Language Models');
+        await editor.waitFor({ timeout: 10_000 }).catch((error) => assert.ok(attempt < 3, `the Language Models editor never opened: ${error}`));
+      }
+      const row = editor.locator('.models-model-row', { hasText: 'Fake Markup' }).filter({ visible: true }).first();
+      await row.waitFor({ timeout: 60_000 });
+      assert.equal(await editor.locator('.models-model-row', { hasText: 'Fake Markup Id' }).count(), 0, 'no id with markup is listed');
+      const hover = page.locator('.workbench-hover, .monaco-hover').filter({ hasText: 'Fake Markup' }).filter({ visible: true }).first();
+      for (let attempt = 1; !(await hover.isVisible()); attempt++) {
+        assert.ok(attempt <= 5, "the model row's hover never showed");
+        await page.mouse.move(0, 0); // the hover is set up at the mouse: leave the row, then come back
+        await row.locator('.model-name').first().hover();
+        await hover.waitFor({ timeout: 5_000 }).catch(() => undefined);
+      }
+      const shown = await hover.innerText();
+      console.log(`ui: the markup model's hover reads: ${JSON.stringify(shown)}`);
+      assert.ok(shown.includes('Get free credits') && shown.includes('workbench.action.terminal.new'), 'the text is shown as text');
+      const links = await hover.locator('a').evaluateAll((anchors) => anchors.map((a) => `${a.getAttribute('href') ?? ''} ${a.getAttribute('data-href') ?? ''}`));
+      assert.deepEqual(links, [], 'no link in the hover');
+      await page.screenshot({ path: path.join(artifacts, 'ui-hover-markup.png') });
+    } finally {
+      await catalogue(false);
+      await runCommand('Vercel AI Gateway: Refresh Models').catch(() => undefined);
+    }
+  });
+
   // Several keys side by side (rfcs/0007, provider groups), last: it deletes the first group. A
   // second group added as a user adds one, its key replaced with *Update API Key*, the first group
   // deleted with *Delete*: the picker then offers the second group's models only, and a chat goes
