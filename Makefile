@@ -1,4 +1,4 @@
-# The two commands of the README: `make install` (build the wheel and the VSIX, install it into
+# The two commands of CONTRIBUTING.md: `make install` (build the wheel and the VSIX, install it into
 # VS Code) and `make test` (every test, each step within its budget; .ci/run calls it). `make bench`
 # is the benchmark.
 PYTHON ?= python3
@@ -13,7 +13,7 @@ install: build
 	@bash scripts/install-vsix.sh $(VSIX)
 
 # The VSIX for every platform: it sets up the sidecar's Python on first start (RFC 0001, "Shipping
-# Python"). Release settings, documented in the README: PUBLISHER (the Marketplace publisher id) and
+# Python"). Release settings, documented in CONTRIBUTING.md: PUBLISHER (the Marketplace publisher id) and
 # REPOSITORY (the public repository's URL); unset, package.json's.
 build: $(VENV)/.ready node_modules/.ready
 	rm -rf python dist $(VSIX)
@@ -118,7 +118,7 @@ test-e2e-firststart: build
 	node tests/e2e/firststart-ui.mjs offline
 	node tests/e2e/firststart-ui.mjs old-python
 
-# Regenerates the README's screenshots from a UI run.
+# Regenerates the README's screenshots (docs/*.png) from a UI run.
 screenshots: build
 	node tests/e2e/ui.mjs
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-model-picker.png docs/model-picker.png

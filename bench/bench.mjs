@@ -63,7 +63,7 @@ await section('firststart', () => firstStartRows(gateway));
 // Last, on its own activation and settings (a short idleTimeout, one retry): a long session with faults.
 // In a process of its own when other sections ran: they load what an extension host never holds (the
 // baseline's tokenizer ranks; parsing them raises glibc's trim threshold for the process's whole life,
-// rfcs/0005-performance.md, "What heaptrack showed"), and the soak measures the host's memory.
+// bench/RESULTS.md, "What heaptrack showed"), and the soak measures the host's memory.
 await section('soak', () => (only === 'soak' ? soakRows(gateway) : soakApart()));
 // The same session in VS Code's own extension host (code-server), where users have it. Imported
 // here only: it loads playwright, whose tens of MB of heap no other section's process may hold.

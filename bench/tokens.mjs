@@ -151,7 +151,7 @@ export async function tokenRows(gateway) {
   const { tools, messages } = workload();
   // Loaded here, not at the top: parsing the 2.3 MB module frees a 3 MB buffer, which raises glibc's
   // trim threshold for the whole process, so a soak-only run would measure the bench's import
-  // (rfcs/0005-performance.md, "What heaptrack showed").
+  // (bench/RESULTS.md, "What heaptrack showed").
   const encoder = new Tiktoken((await import('js-tiktoken/ranks/o200k_base')).default);
   const info = model(MODEL);
   const token = new vscode.CancellationTokenSource().token;

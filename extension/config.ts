@@ -8,7 +8,7 @@ export const VENDOR = 'vercel-ai-gateway';
 /** vscode-languageclient's id for the sidecar's client (it also names a `.trace.server` setting). */
 export const CLIENT_ID = SECTION;
 /** Where a release before provider groups kept the API key in VS Code's secret storage; a key found
- * there is moved into a group (extension/keys.ts, rfcs/0007 "Several keys side by side"). */
+ * there is moved into a group (extension/keys.ts, rfcs/0010). */
 export const SECRET_API_KEY = `${SECTION}.apiKey`;
 /** The key that seals the texts of message-counts.json (extension/sealed.ts), made on first use. */
 export const SECRET_COUNTS_KEY = `${SECTION}.countsKey`;

@@ -166,7 +166,7 @@ async function restartServer(sidecar: SidecarConnection): Promise<boolean> {
 }
 
 /** VS Code's chatLanguageModels.json of this profile, where the release before groups left the
- * Thinking Effort choices (rfcs/0007, "Upgrade from the release before groups"): beside the
+ * Thinking Effort choices (rfcs/0010, "Upgrade from the release before groups"): beside the
  * profile's globalStorage folder, as VS Code lays out a profile (default or not). A window whose
  * extension host is remote reads no such file there: nothing is carried then. */
 function profileGroupsFile(context: vscode.ExtensionContext): string {

@@ -1,6 +1,6 @@
 // The API keys: each provider group's (VS Code keeps it, from its Language Models editor), and the
 // default key (the environment's, or one stored by a release before groups). Never settings, logs or
-// command lines (rfcs/0007, "Several keys side by side").
+// command lines (rfcs/0010).
 import { createHash } from 'node:crypto';
 import * as vscode from 'vscode';
 import { bounded } from './bounded';

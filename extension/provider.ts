@@ -77,7 +77,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
    * Language Models editor, with that group's settings, its key among them (VS Code 1.133+; the
    * field is typed in a proposal). Every list is the same catalogue (the gateway lists its models
    * without a key); each group's entries carry its tag, so a request goes out with that group's key
-   * (rfcs/0007, "Several keys side by side"). */
+   * (rfcs/0010). */
   async provideLanguageModelChatInformation(
     options: { silent: boolean; configuration?: unknown },
     _token: vscode.CancellationToken,

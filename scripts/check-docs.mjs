@@ -1,5 +1,5 @@
 // `make lint`'s check that the docs name only what exists: every file, module and symbol that
-// README.md, rfcs/*.md and docs/*.md write in backticks or link to. A doc that names a module or
+// README.md, CONTRIBUTING.md, rfcs/*.md and docs/*.md write in backticks or link to. A doc that names a module or
 // symbol that was renamed or removed is a bug the build catches, like a type error.
 //
 // What counts as a reference, in backticks or a link's target:
@@ -119,9 +119,9 @@ function* references(text) {
 const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
 const settings = new Set(Object.keys(manifest.contributes.configuration.properties).map((id) => id.replace(/^vercelAiGateway\./, '')));
 
-// The docs to check: README.md, rfcs/ and docs/, or the files given (tests/ts/docs.test.ts).
+// The docs to check: README.md, CONTRIBUTING.md, rfcs/ and docs/, or the files given (tests/ts/docs.test.ts).
 const given = process.argv.slice(2);
-const docs = given.length ? given : tracked.filter((f) => f === 'README.md' || /^(rfcs|docs)\/.*\.md$/.test(f));
+const docs = given.length ? given : tracked.filter((f) => f === 'README.md' || f === 'CONTRIBUTING.md' || /^(rfcs|docs)\/.*\.md$/.test(f));
 const problems = [];
 for (const doc of docs) {
   const lines = fs.readFileSync(path.resolve(ROOT, doc), 'utf8').split('\n');

@@ -1,4 +1,4 @@
-"""Several keys side by side (rfcs/0007, "Several keys side by side"): through the real sidecar and
+"""Several keys side by side (rfcs/0010): through the real sidecar and
 the fake gateway, each provider group's chat goes out with its own key, its usage record names its
 group, the day limit counts a group's own spend, a grouped chat without its key is refused without
 falling back to the environment's, and a usage history written before groups keeps counting."""

@@ -188,7 +188,7 @@ export class FrameWriter extends AbstractMessageWriter implements MessageWriter 
   // called back. A fresh buffer per chat request (100–250 KB) is freed only when V8 next collects it,
   // so several wait at once, in malloc's main arena (under its mmap threshold), which grows to hold
   // them and keeps what it grew to: most of the extension host's `[heap]` growth over a long session
-  // (rfcs/0005-performance.md, "malloc's main arena"). Only over a socket (the sidecar's stdin is
+  // (bench/RESULTS.md, "malloc's main arena"). Only over a socket (the sidecar's stdin is
   // one), which has copied the bytes when it calls back; other streams (a PassThrough) may still hold them.
   private spare: Buffer | undefined;
   private spareBusy = false;

@@ -181,7 +181,7 @@ class ToolIn(BaseModel):
 # a usage record holds no other (usage.py, history.py, extension/contract.ts).
 MAX_MODEL_ID = 200
 ModelId = Annotated[str, Field(min_length=1, max_length=MAX_MODEL_ID)]
-# A provider group of the Language Models editor (rfcs/0007, "Several keys side by side"): the
+# A provider group of the Language Models editor (rfcs/0010): the
 # extension's tag of the group's key (hex of its hash, never the key), kept on each request and usage
 # record; None is the default key (the environment's, or one stored before groups existed).
 MAX_GROUP = 64

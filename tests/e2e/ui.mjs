@@ -248,7 +248,7 @@ try {
     async () => {
       await runCommand('Chat: Manage Language Models');
       // A new user adds our provider (Add Models → Vercel AI Gateway): VS Code asks for the group's name,
-      // then for its key in a password box, kept in VS Code's secret storage (rfcs/0007, provider groups).
+      // then for its key in a password box, kept in VS Code's secret storage (rfcs/0010).
       const editor = page.locator('.ai-models-management-editor');
       await editor.getByText('Add Models', { exact: true }).first().waitFor({ timeout: 60_000 });
       await addProvider(editor, 'Vercel AI Gateway', 'Group Name');
@@ -846,7 +846,7 @@ try {
     }
   });
 
-  // Several keys side by side (rfcs/0007, provider groups), last: it deletes the first group. A
+  // Several keys side by side (rfcs/0010), last: it deletes the first group. A
   // second group added as a user adds one, its key replaced with *Update API Key*, the first group
   // deleted with *Delete*: the picker then offers the second group's models only, and a chat goes
   // out with the second group's new key, never the old one or the deleted group's.
@@ -910,7 +910,7 @@ try {
     await page.keyboard.press('Escape');
     await editor.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => page.locator('.modal-editor-header .codicon-close').first().click());
     // The chat open until now had a model of the deleted group picked: what VS Code shows in its place
-    // (rfcs/0007, "A request on a deleted group").
+    // (rfcs/0010, "A request on a deleted group").
     const shown = await page
       .locator('.part.auxiliarybar a.model-picker-name')
       .first()

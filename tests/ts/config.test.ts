@@ -21,7 +21,7 @@ test('every setting the extension reads is declared, and every declared setting 
 
 test('the commands and the vendor are the declared ones', () => {
   assert.deepEqual(Object.values(COMMANDS).sort(), manifest.contributes.commands.map((c) => c.command).sort());
-  // Provider groups (rfcs/0007, "Several keys side by side"): a secret apiKey and no managementCommand,
+  // Provider groups (rfcs/0010): a secret apiKey and no managementCommand,
   // which VS Code would take instead of the groups.
   assert.deepEqual(manifest.contributes.languageModelChatProviders, [
     {

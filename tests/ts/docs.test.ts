@@ -43,3 +43,11 @@ test('a stale file, module symbol or link fails with the doc and line', () => {
     assert.ok(bad.output.includes(expected), `${expected}\n${bad.output}`);
   }
 });
+
+test('README.md is the Marketplace page: at most 150 lines, for the people who install it', () => {
+  // Build, test, release, layout and bench live in CONTRIBUTING.md, which `make lint` checks too.
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const lines = readme.trimEnd().split('\n').length;
+  assert.ok(lines <= 150, `README.md has ${lines} lines; move what is not for users to CONTRIBUTING.md`);
+  assert.ok(readme.includes('](CONTRIBUTING.md)'), 'README.md links to CONTRIBUTING.md');
+});

@@ -188,7 +188,7 @@ test('the writer: a write to a closed input fails, is told with a count as vscod
 });
 
 // A chat request's frame is 100–250 KB. Written from a fresh buffer each, the frames wait for V8's next
-// collection, several at once, in malloc's main arena, which keeps what it grew to (rfcs/0005,
+// collection, several at once, in malloc's main arena, which keeps what it grew to (bench/RESULTS.md,
 // "malloc's main arena"); the writer keeps one buffer for them. Over a real pipe to a child process.
 test('the writer: 150 chat-sized frames to a real pipe arrive byte for byte and leave no buffer per frame behind', { timeout: 60_000 }, async () => {
   const script =

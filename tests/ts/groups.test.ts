@@ -1,4 +1,4 @@
-// Several keys side by side (rfcs/0007, "Several keys side by side"): the real extension activated
+// Several keys side by side (rfcs/0010): the real extension activated
 // with VS Code's API stubbed, the real sidecar and the fake gateway. VS Code asks for the list once
 // without a group and once per provider group with its settings; each group's chat reaches the
 // gateway with that group's key. And the upgrade: a window set up by the release before groups (a

@@ -42,7 +42,7 @@ export async function startSidecar(children: ChildProcess[], gatewayUrl: string)
   return { connection, router };
 }
 
-/** The key the tests give as the default key (`AI_GATEWAY_API_KEY`); its list is served (rfcs/0007). */
+/** The key the tests give as the default key (`AI_GATEWAY_API_KEY`); its list is served (rfcs/0010). */
 export const TEST_KEY = 'test-key-0123456789';
 
 export interface BundleGateway {

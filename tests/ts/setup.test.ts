@@ -347,7 +347,7 @@ const children: ChildProcess[] = [];
 let gateway: string;
 before(async () => {
   gateway = await startGateway(children);
-  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0007)
+  process.env.AI_GATEWAY_API_KEY = 'test-key-0123456789'; // the default key: its list is served (rfcs/0010)
 });
 after(() => {
   children.forEach((child) => child.kill());

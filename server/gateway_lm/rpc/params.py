@@ -41,7 +41,7 @@ class ChatParams(ChatRequest):
     requestId: str | int
     apiKey: str | None = None
     # The provider group the model was listed for; its requests carry its own key and never fall
-    # back to the environment's, and its spend is counted apart (rfcs/0007).
+    # back to the environment's, and its spend is counted apart (rfcs/0010).
     group: GroupId | None = None
     # What the user approved after the spend guard asked (rfcs/0006-spend.md): a request estimated at
     # most `approvedCost` USD passes the request limit; `approvedDay` lets this request pass the day

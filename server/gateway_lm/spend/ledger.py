@@ -161,7 +161,7 @@ class Ledger:
             return
         tokens = math.ceil(await asyncio.to_thread(count_request, body, model_id) * factor)
         estimate = request_estimate(tokens, pricing, max_output) or 0.0
-        # The day limit holds per key: a group's requests count its own spend only (rfcs/0007).
+        # The day limit holds per key: a group's requests count its own spend only (rfcs/0010).
         spent = await self.spent_today(GUARD_READ_TIMEOUT_S, group) if settings.maxDailyCost is not None else 0.0
         check(estimate, settings, spent, approval.cost, approval.day, self.problem)
 

@@ -208,7 +208,7 @@ test("a counted message is kept for the next start sealed: the file is ours and 
   assert.ok(!bytes.includes('pangolins') && !bytes.includes('hello world'), 'no prompt text readable in the file');
 });
 
-// Several keys side by side (rfcs/0007, "Several keys side by side"), last: the groups it adds stay.
+// Several keys side by side (rfcs/0010), last: the groups it adds stay.
 // Two groups added as VS Code's Add Models adds them (its own command: the key goes into VS Code's
 // secret storage); VS Code asks the provider for each group's list with its key, and a chat on each
 // reaches the gateway with that group's key, beside the default key's (the environment's).
@@ -276,7 +276,7 @@ test('a model kept from a deleted group is refused, and its key is never sent ag
   assert.deepEqual((await gatewayLog()).slice(from).map((e) => e.authorization), [], 'nothing reached the gateway');
 });
 
-// The upgrade's move of a stored key (rfcs/0007, "Upgrade from the release before groups"): VS Code's
+// The upgrade's move of a stored key (rfcs/0010, "Upgrade from the release before groups"): VS Code's
 // own migration, given the Thinking Effort choices of the keyless group beside the key, keeps them
 // in the new group, and they reach the provider with that group's requests (vscode.lm's requests
 // carry a model's configuration as Copilot's do).
