@@ -58,24 +58,36 @@ def summarisation_form(body: dict[str, Any]) -> str | None:
     return None
 
 
+def _admit(
+    h: Handler, body: dict[str, Any], entry: dict[str, Any], real: int, limit: int, cleared: int
+) -> dict[str, int] | None:
+    """Records what a test reads of the request (its real size, its summarisation form, its cleared
+    results); past `limit`, refuses it as the gateway does and returns None, else starts the stream
+    and returns the usage to report."""
+    from fake_gateway import refuse_overflow
+
+    entry.update(real_input_tokens=real, input_limit=limit, summarisation=summarisation_form(body), cleared=cleared)
+    entry["tools_callable"] = bool(body.get("tools")) and body.get("tool_choice") != "none"
+    if real > limit:
+        entry["overflow"] = True
+        refuse_overflow(h, real, limit)
+        return None
+    h._start_stream()
+    return {"input_tokens": real, "output_tokens": 40, "total_tokens": real + 40}
+
+
 def serve_agent_loop(h: Handler, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
-    from fake_gateway import call_events, fill_arguments, refuse_overflow, response_obj, text_events
+    from fake_gateway import call_events, fill_arguments, response_obj, text_events
 
     def completed(usage: dict[str, int]) -> dict[str, Any]:
         return {"type": "response.completed", "response": response_obj("completed", usage=usage)}
 
     real = round(count_request(body, "fake/agent-loop") * FACTOR)
-    form = summarisation_form(body)
     cleared = sum(1 for i in body.get("input") or [] if isinstance(i, dict) and i.get("output") == CLEARED)
-    entry.update(real_input_tokens=real, input_limit=INPUT_LIMIT, summarisation=form, cleared=cleared)
-    entry["tools_callable"] = bool(body.get("tools")) and body.get("tool_choice") != "none"
-    if real > INPUT_LIMIT:
-        entry["overflow"] = True
-        refuse_overflow(h, real, INPUT_LIMIT)
+    usage = _admit(h, body, entry, real, INPUT_LIMIT, cleared)
+    if usage is None:
         return
-    h._start_stream()
-    usage = {"input_tokens": real, "output_tokens": 40, "total_tokens": real + 40}
-    if form is not None:
+    if entry["summarisation"] is not None:
         summary = "<summary>The user asked to read the numbered files; some were read. Go on with the next.</summary>"
         h._send(entry, [created, *text_events([summary]), completed(usage)])
         return
@@ -156,19 +168,13 @@ def overflow_files_read(body: dict[str, Any]) -> set[int]:
 
 
 def serve_overflow_agent(h: Handler, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
-    from fake_gateway import call_events, fill_arguments, refuse_overflow, response_obj, text_events
+    from fake_gateway import call_events, fill_arguments, response_obj, text_events
 
     real = count_request(body, "fake/overflow-agent")
-    form = summarisation_form(body)
     cleared = sum(1 for i in body.get("input") or [] if isinstance(i, dict) and CLEARED in json.dumps(i))
-    entry.update(real_input_tokens=real, input_limit=OVERFLOW_LIMIT, summarisation=form, cleared=cleared)
-    entry["tools_callable"] = bool(body.get("tools")) and body.get("tool_choice") != "none"
-    if real > OVERFLOW_LIMIT:
-        entry["overflow"] = True
-        refuse_overflow(h, real, OVERFLOW_LIMIT)
+    usage = _admit(h, body, entry, real, OVERFLOW_LIMIT, cleared)
+    if usage is None:
         return
-    h._start_stream()
-    usage = {"input_tokens": real, "output_tokens": 40, "total_tokens": real + 40}
     done = {"type": "response.completed", "response": response_obj("completed", usage=usage)}
     state = h.server.gateway
     folder, files = None, OVERFLOW_FILES
@@ -180,7 +186,7 @@ def serve_overflow_agent(h: Handler, body: dict[str, Any], entry: dict[str, Any]
     state.overflow_folder = folder, files
     read = overflow_files_read(body)
     entry["files_read"] = sorted(read)
-    if form is not None:
+    if entry["summarisation"] is not None:
         listed = ", ".join(f"{n:02d}" for n in sorted(read))
         asked = f"The user asked me to read the {files} files in [overflow-{files}:{folder}] one by one."
         summary = f"<summary>{asked} FILES-READ: {listed}</summary>"
