@@ -1,5 +1,6 @@
 """The sidecar's layering rules, read from the source (rfcs/0001-architecture.md, "Folders"):
-`gateway_lm.spend` never imports the RPC layer, no two modules import each other at load time,
+`gateway_lm.spend` never imports the RPC layer, the chat's policy lives in the chat service that
+both front ends call (never in `rpc/` or the CLI), no two modules import each other at load time,
 and every logger is named for its module."""
 
 from __future__ import annotations
@@ -15,19 +16,23 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path, *, load_time_only: bool) -> set[str]:
+def _imports(path: Path, *, load_time_only: bool, types_too: bool = True, ours_only: bool = True) -> set[str]:
     """The gateway_lm modules `path` imports (relative imports resolved); with `load_time_only`,
-    those a `TYPE_CHECKING` block or a function body imports are left out."""
+    those a `TYPE_CHECKING` block or a function body imports are left out; without `types_too`,
+    those a `TYPE_CHECKING` block imports; without `ours_only`, other packages' too."""
     tree = ast.parse(path.read_text(), str(path))
     here = _module_name(path).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
     found: set[str] = set()
 
-    def visit(node: ast.AST, deferred: bool) -> None:
+    def visit(node: ast.AST, deferred: bool, typing: bool) -> None:
         for child in ast.iter_child_nodes(node):
             late = deferred or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            for_types = typing
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                late = True
+                late = for_types = True
+            if for_types and not types_too:
+                continue
             if isinstance(child, ast.ImportFrom) and not (load_time_only and deferred):
                 base = package[: len(package) - child.level + 1] if child.level else []
                 target = [*base, *(child.module.split(".") if child.module else [])]
@@ -36,10 +41,10 @@ def _imports(path: Path, *, load_time_only: bool) -> set[str]:
                     found.add(candidate if _exists(candidate) else ".".join(target))
             elif isinstance(child, ast.Import) and not (load_time_only and deferred):
                 found.update(a.name for a in child.names)
-            visit(child, late)
+            visit(child, late, for_types)
 
-    visit(tree, False)
-    return {name for name in found if name.startswith("gateway_lm")}
+    visit(tree, False, False)
+    return {name for name in found if name.startswith("gateway_lm") or not ours_only}
 
 
 def _exists(module: str) -> bool:
@@ -57,6 +62,36 @@ def test_spend_never_imports_the_rpc_layer() -> None:
         if name.startswith("gateway_lm.spend")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+# A chat's sequence: the path itself (translate, fit, client, adapt), the learned limits and
+# calibration, the windows they move, and the spend guard and settling.
+CHAT_POLICY = {
+    "gateway_lm.pipeline",
+    "gateway_lm.fit",
+    "gateway_lm.accounting",
+    "gateway_lm.budget",
+    "gateway_lm.spend.ledger",
+}
+FRONT_ENDS = {name for name in MODULES if name.startswith("gateway_lm.rpc")} | {"gateway_lm.cli"}
+
+
+def test_the_front_ends_chat_through_the_service() -> None:
+    """`rpc/` validates params, calls the chat service and shapes its answers; the CLI calls the same
+    service. Neither runs a step of the chat itself (types for type checking excepted)."""
+    policy = {
+        name: sorted(_imports(MODULES[name], load_time_only=False, types_too=False) & CHAT_POLICY)
+        for name in sorted(FRONT_ENDS)
+    }
+    assert {name: found for name, found in policy.items() if found} == {}
+    for front_end in ("gateway_lm.cli", "gateway_lm.rpc.methods"):
+        assert "gateway_lm.chats" in _imports(MODULES[front_end], load_time_only=False), front_end
+
+
+def test_the_chat_service_knows_no_front_end() -> None:
+    """Nothing of JSON-RPC, pygls or the terminal: the service is what both share."""
+    found = _imports(MODULES["gateway_lm.chats"], load_time_only=False, ours_only=False)
+    assert {i for i in found if i.split(".")[0] in ("pygls", "lsprotocol") or i in FRONT_ENDS} == set()
 
 
 def test_no_import_cycles_at_load_time() -> None:

@@ -15,11 +15,11 @@ from typing import Any, NoReturn
 
 from .adapt import adapt_stream
 from .catalogue import catalogue
+from .chats import ChatService
 from .client import GatewayClient
 from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .messages import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
-from .pipeline import stream_chat
 from .replay import events_from_recording
 from .settings import Settings, updated_settings
 from .spend.history import DB_NAME, UsageRecord, UsageStore, utc_day
@@ -80,6 +80,22 @@ class Output:
         self.err(f"error: {error.kind}: {printable(error.message)}\n")
 
 
+class TerminalParts:
+    """A chat's parts printed as they come (chats.Parts); nothing is held back to flush or drop."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+
+    def post(self, parts: list[PartOut]) -> None:
+        self.out.parts(parts)
+
+    def flush(self) -> None:
+        pass
+
+    def drop(self) -> None:
+        pass
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
     if getattr(args, "base_url", None):
@@ -102,12 +118,12 @@ async def run_chat(args: argparse.Namespace, out: Output) -> None:
         messages.append({"role": ROLE_SYSTEM, "content": [{"type": "text", "value": args.system}]})
     messages.append({"role": ROLE_USER, "content": [{"type": "text", "value": args.prompt}]})
     request = ChatRequest.model_validate({"model": args.model, "messages": messages})
-    client = GatewayClient(settings)
+    chats = ChatService(keeps_accounts=False)  # one chat, then the process ends: nothing to keep
+    chats.apply(settings)
     try:
-        async for parts in stream_chat(request, settings, client, api_key=None):
-            out.parts(parts)
+        await chats.chat(request, "cli", TerminalParts(out))  # the key from the environment
     finally:
-        await client.aclose()
+        await chats.aclose()
 
 
 def run_replay(args: argparse.Namespace, out: Output) -> None:

@@ -1,7 +1,8 @@
-"""The whole chat path, shared by the sidecar and the CLI: translate (and fit) → client → adapt.
+"""The chat path: translate (and fit) → client → adapt.
 
-The sidecar prepares a request once, prices that body for the spend guard, and streams it; the CLI
-streams what it prepares."""
+The chat service (chats.py) runs it for both front ends: it prepares a request once, prices that body
+for the spend guard, and streams it; `stream_chat` runs the two steps back to back with nothing
+around them."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ async def stream_chat(
     api_key: str | None,
     outcome: ChatOutcome | None = None,
 ) -> AsyncIterator[list[PartOut]]:
-    """The request prepared as it is, then streamed (the CLI's path)."""
+    """The request prepared as it is, then streamed: no pricing, guard, retry or accounts."""
     prepared = await prepare(request, settings)
     async for parts in stream_prepared(prepared, request.model, client, api_key, outcome):
         yield parts

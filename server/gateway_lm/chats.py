@@ -1,0 +1,353 @@
+"""The chat service both front ends share (the sidecar's `gateway/chat`, the CLI's `chat`): a chat's
+whole sequence around the path `pipeline.py` runs. The model priced from the list (fetched once when
+the spend guard needs it), the request prepared and guarded as it will be sent, streamed to the
+front end's parts, sent once more after a first overflow on a limit lower than the list says
+(learned, refitted) or a first refusal of tool calls whose reasoning the history lost, then
+calibrated and settled off the answer's path.
+
+It knows no JSON-RPC: the front end validates what comes in, gives it a `Parts` for the answer and
+shapes what goes back (rfcs/0001-architecture.md, "Folders"; tests/test_layers.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
+
+from .accounting import Accounting, limit_from_message
+from .budget import BudgetFactors
+from .catalogue import ModelInfo, catalogue, input_budget
+from .client import GatewayClient
+from .counting import TokenService
+from .errors import GatewayError, refuses_lost_reasoning
+from .fit import InputLimit, fit_request, has_tool_results
+from .messages import ChatRequest, PartOut
+from .picker import ModelEntry, picker_entry
+from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
+from .settings import Settings
+from .spend.ledger import Approval, Ledger
+from .tokens import count_request
+
+if TYPE_CHECKING:
+    from .spend.ledger import BilledNotification
+
+__all__ = ["TRANSPORT_SETTINGS", "Approval", "ChatService", "Parts"]  # Approval: what a front end passes in
+
+log = logging.getLogger(__name__)
+# Settings the client is built from: a change rebuilds it (requests in flight finish on the old one).
+TRANSPORT_SETTINGS = (
+    "baseUrl",
+    "connectTimeout",
+    "idleTimeout",
+    "requestTimeout",
+    "maxRetries",
+    "caBundle",
+    "proxy",
+    "proxyStrictSSL",
+    "noProxy",
+    "proxyAuthorization",
+    "systemCertificates",
+)
+
+
+class Parts(Protocol):
+    """Where one chat's parts go: the sidecar's outbox for its requestId, the CLI's terminal."""
+
+    def post(self, parts: list[PartOut]) -> None:
+        """Parts leave at once, or together with later ones while the previous write is pending."""
+
+    def flush(self) -> None:
+        """Every part posted is written: before the result, and what was shown before a failure."""
+
+    def drop(self) -> None:
+        """The chat was cancelled: nothing more is sent."""
+
+
+class ChatService:
+    """The models as last listed, what was learned of them, the spend ledger and the client, and
+    the chats that use them. `keeps_accounts`: the sidecar's chats learn limits, calibrate and
+    record their usage; the CLI's one-shot chats keep none of it, as it never has."""
+
+    def __init__(
+        self,
+        billed: Callable[[BilledNotification], None] = lambda billed: None,
+        calibrated: Callable[[str, float], None] = lambda model, factor: None,
+        warn_user: Callable[[str], None] = lambda message: None,
+        keeps_accounts: bool = True,
+    ) -> None:
+        self.settings = Settings()
+        self._client: GatewayClient | None = None  # built by the first apply(): TLS setup costs ~50 ms
+        self.models: dict[str, ModelInfo] = {}
+        self.accounting = Accounting()
+        self.budget = BudgetFactors()  # the factor each advertised window was computed with
+        self.tokens = TokenService()
+        self.ledger = Ledger(lambda: self.client, billed, warn_user)
+        self._calibrated = calibrated
+        self._keeps_accounts = keeps_accounts
+        self._background: set[asyncio.Future[None]] = set()
+        self._listing: asyncio.Future[None] | None = None  # the catalogue a guarded chat waits for
+        # Models that refused a tool call whose reasoning the history lost: their requests send such
+        # calls as text from then on (rfcs/0002, "A history that lost its reasoning").
+        self._needs_reasoning: set[str] = set()
+
+    # ---- setup ----
+
+    def apply(self, new: Settings) -> None:
+        """Settings already validated (settings.updated_settings): the state folder, the ledger and,
+        when its settings changed, the client follow them."""
+        transport_changed = any(getattr(new, f) != getattr(self.settings, f) for f in TRANSPORT_SETTINGS)
+        if new.stateDir != self.settings.stateDir:
+            self.accounting = Accounting(new.stateDir)
+        self.settings = new
+        self.ledger.apply(new)
+        if self._client is None or transport_changed:
+            # Built here, at initialize, before the tokenizer loads: built later, it would compete
+            # with that load for the GIL on the way to the first answer.
+            old, self._client = self._client, GatewayClient(new)
+            if old is not None:
+                self._in_background(old.aclose())  # requests in flight finish on the old one
+
+    @property
+    def client(self) -> GatewayClient:
+        if self._client is None:
+            self._client = GatewayClient(self.settings)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    def _in_background(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---- the models ----
+
+    async def list_models(self, api_key: str | None) -> list[ModelEntry]:
+        """The gateway's language models as the picker gets them, each window with what was learned
+        of its model; kept, so chats are priced and fitted with them."""
+        raw = await self.client.list_models(api_key)
+        models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
+        self.models = {m.id: m for m in models}
+        log.info("%d language models listed", len(models))
+        return [
+            picker_entry(m, self.budget.factor(m.id, self.accounting.factor(m.id)), self.settings.effort_for(m.id))
+            for m in models
+        ]
+
+    async def _priced(self, model: str, key: str | None) -> ModelInfo | None:
+        """The model's entry for the spend guard when the models have not been listed yet (a
+        restart, or a start whose list came from the extension's cache): the list is fetched once,
+        shared by the chats that wait for it. A failure leaves the model unpriced, which the guard
+        asks about (rfcs/0006-spend.md)."""
+        if not self.models:
+            if self._listing is None or (self._listing.done() and not self.models):
+                self._listing = asyncio.ensure_future(self._list_for_guard(key))
+            await asyncio.shield(self._listing)
+        return self.models.get(model)
+
+    async def _list_for_guard(self, key: str | None) -> None:
+        try:
+            await self.list_models(key)
+        except GatewayError as error:
+            log.warning("the model list could not be read for the spend guard: %s", error.message)
+
+    def _with_learned_limit(self, model: ModelInfo) -> ModelInfo:
+        limit = self.accounting.limits.get(model.id)
+        if limit is None:
+            return model
+        budget = input_budget(limit, model.maxOutputTokens, self.settings.outputReservation)
+        return model.model_copy(update={"maxInputTokens": min(model.maxInputTokens, budget)})
+
+    # ---- a chat ----
+
+    async def chat(
+        self,
+        request: ChatRequest,
+        request_id: str | int,
+        parts: Parts,
+        api_key: str | None = None,
+        group: str | None = None,
+        approval: Approval | None = None,
+    ) -> ChatOutcome:
+        """Raises GatewayError (a `spend_limit` refusal before anything is sent)."""
+        known = self.models.get(request.model)
+        if known is None and self.ledger.guards():
+            known = await self._priced(request.model, api_key)
+        if known is not None and not known.capabilities.toolCalling and request.tools:
+            log.info("tools withheld from %s: the model does not support them", request.model)
+            request.tools = []
+        factor = self.accounting.factor(request.model)
+        # The learned limit at once, not from the next model list: Copilot keeps the turn's window,
+        # and each later request of the turn would be refused and sent again (issue 36 §1).
+        limit = None if known is None else InputLimit(self._with_learned_limit(known).maxInputTokens, factor)
+        unreasoned_as_text = request.model in self._needs_reasoning
+        prepared = await prepare(request, self.settings, known, limit, unreasoned_as_text)
+        await self.ledger.guard(
+            request.model, approval or Approval(), prepared.body, known, factor, group
+        )  # priced as sent; refused: not sent
+        chat = _Chat(request, request_id, parts, api_key, group)
+        self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
+        try:
+            return await self._stream(chat, prepared, known, limit)
+        finally:
+            self.tokens.chat_ended()
+
+    async def _stream(
+        self, chat: _Chat, prepared: Prepared, known: ModelInfo | None, limit: InputLimit | None
+    ) -> ChatOutcome:
+        """The chat streamed; a first overflow on a limit lower than the list says is learned, and the
+        same request, fitted to it, sent once more: the user sees the answer, and a log line. So is a
+        first refusal of tool calls whose reasoning the history lost: sent once more with them as text."""
+        model = chat.request.model
+        try:
+            return await self._stream_once(chat, prepared)
+        except GatewayError as error:
+            if refuses_lost_reasoning(error) and not chat.shown and model not in self._needs_reasoning:
+                again = await self._without_lost_reasoning(chat, prepared, known, limit, error)
+                if again is not None:
+                    return await self._stream_once(chat, again)
+            if error.kind != "context_overflow" or not self._keeps_accounts:
+                raise
+            listed = self.models.get(model)
+            learned = self.accounting.learn_limit(model, error.message)
+            retry = None if chat.shown else await self._refitted(chat, prepared, listed, error)
+            if retry is None:
+                _explain_limit(listed, learned, error)
+                raise
+        try:
+            result = await self._stream_once(chat, retry)
+        except GatewayError as again:
+            if again.kind == "context_overflow":
+                _explain_limit(listed, learned, again)
+            raise
+        # The list's window for the model follows the learned limit (fetched again, debounced).
+        self._calibrated(model, self.accounting.factor(model))
+        return result
+
+    async def _without_lost_reasoning(
+        self,
+        chat: _Chat,
+        prepared: Prepared,
+        known: ModelInfo | None,
+        limit: InputLimit | None,
+        error: GatewayError,
+    ) -> Prepared | None:
+        """The request with the tool calls that lost their reasoning as text, or None when it has none;
+        the model is remembered, so its later requests go so at once."""
+        request = chat.request
+        self._needs_reasoning.add(request.model)
+        again = await prepare(request, self.settings, known, limit, unreasoned_as_text=True)
+        if again.body["input"] == prepared.body["input"]:
+            return None
+        log.info(
+            "chat %s: %s refused tool calls whose reasoning the history lost (%s); sent again with those"
+            " calls as text, and so from now on for this model",
+            chat.request_id,
+            request.model,
+            error.message[:200],
+        )
+        return again
+
+    async def _refitted(
+        self, chat: _Chat, prepared: Prepared, listed: ModelInfo | None, error: GatewayError
+    ) -> Prepared | None:
+        """The request fitted to the limit an overflow names, or None when that changes nothing: the
+        limit is no lower than the one it was fitted to, or it has no tool results to clear."""
+        named = limit_from_message(error.message)
+        if named is None or listed is None:
+            return None
+        budget = input_budget(named, listed.maxOutputTokens, self.settings.outputReservation)
+        if budget >= listed.maxInputTokens or not has_tool_results(prepared.body):
+            return None
+        model = chat.request.model
+        limit = InputLimit(budget, self.accounting.factor(model))
+        body = await asyncio.to_thread(fit_request, prepared.body, model, limit)
+        if body is prepared.body:
+            return None
+        log.info(
+            "chat %s: %s refused it as too long for a %s-token limit (the list says %s); sent again fitted to it",
+            chat.request_id,
+            model,
+            f"{named:,}",
+            f"{listed.contextWindow:,}",
+        )
+        return Prepared(body, prepared.names, prepared.headers)
+
+    async def _stream_once(self, chat: _Chat, prepared: Prepared) -> ChatOutcome:
+        """One request sent and its answer streamed to the chat's parts; `chat.shown` once a part
+        has gone: the answer has begun, and is never sent again."""
+        request, parts = chat.request, chat.parts
+        log.info(
+            "chat %s with %s: %d messages, %d tools",
+            chat.request_id,
+            request.model,
+            len(request.messages),
+            len(request.tools),
+        )
+        outcome = ChatOutcome()
+        try:
+            async for batch in stream_prepared(prepared, request.model, self.client, chat.api_key, outcome):
+                chat.shown = True
+                parts.post(batch)
+        except asyncio.CancelledError:
+            parts.drop()
+            log.info("chat %s cancelled", chat.request_id)  # nothing is sent after this
+            raise
+        except GatewayError:
+            parts.flush()  # what was shown before the failure stands
+            raise
+        parts.flush()  # every part precedes the result
+        if self._keeps_accounts:
+            self._calibrate_later(request.model, outcome)
+            known = self.models.get(request.model)
+            self._in_background(
+                self.ledger.settle(chat.request_id, request.model, outcome, known, chat.api_key, chat.group)
+            )
+        log.info("chat %s finished: %s, usage %s", chat.request_id, outcome.finish_reason, outcome.usage)
+        return outcome
+
+    def _calibrate_later(self, model: str, outcome: ChatOutcome) -> None:
+        """Compares our estimate of the request with the reported input tokens, off the answer's path."""
+        if outcome.usage is None or outcome.body is None:
+            return
+        body, reported = outcome.body, outcome.usage["inputTokens"]
+
+        async def calibrate() -> None:
+            estimate = await asyncio.to_thread(count_request, body, model)
+            factor = self.accounting.observe(model, estimate, reported)
+            # The window Copilot budgets with moves with the factor (budget.py); small moves wait.
+            if factor is not None and self.budget.moves(model, factor):
+                self._calibrated(model, factor)
+
+        self._in_background(calibrate())
+
+
+class _Chat:
+    """One chat on its way: what was asked, by whom, where its parts go, and whether any has gone."""
+
+    def __init__(
+        self, request: ChatRequest, request_id: str | int, parts: Parts, api_key: str | None, group: str | None
+    ) -> None:
+        self.request = request
+        self.request_id = request_id
+        self.parts = parts
+        self.api_key = api_key
+        self.group = group
+        self.shown = False
+
+
+def _explain_limit(listed: ModelInfo | None, limit: int | None, error: GatewayError) -> None:
+    if limit is None:
+        return
+    if listed is not None and limit >= listed.contextWindow:
+        # The list already said so: the conversation simply grew past it. Claiming a change would
+        # send the user looking for one (issue 12).
+        error.message += f" The model's limit is {limit:,} tokens, as the model list says."
+        return
+    error.message += (
+        f" The model's limit is {limit:,} tokens; the model list now says so, and VS Code will"
+        " summarise the conversation before it gets that long."
+    )
