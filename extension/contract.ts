@@ -16,8 +16,10 @@ export type ErrorKind =
   | 'timeout'
   | 'protocol'
   | 'internal'
-  | 'spend_limit';
+  | 'spend_limit'
+  | 'gateway_budget';
 export type SpendScope = 'request' | 'day' | 'unpriced';
+export type BudgetScope = 'key' | 'team' | 'project' | 'user';
 
 export interface RpcContract {
   methods: RpcMethods;
@@ -407,6 +409,7 @@ export interface ErrorData {
   limit?: number;
   scope?: SpendScope;
   spentToday?: number | null;
+  budget?: BudgetScope | null;
 }
 
 /** Every ErrorKind, for checking a kind read off the wire. */
@@ -423,6 +426,7 @@ export const ERROR_KINDS: readonly ErrorKind[] = [
   'protocol',
   'internal',
   'spend_limit',
+  'gateway_budget',
 ];
 
 /** server/gateway_lm/contract.py's CONSTANTS: the sidecar's bounds and secret words, applied here too. */

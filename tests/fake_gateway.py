@@ -505,6 +505,10 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     if scenario.startswith("error-"):
         serve_error(h, int(scenario.split("-")[1]))
         return
+    if scenario in BUDGET_REFUSALS:
+        status, body, headers = BUDGET_REFUSALS[scenario]
+        h._raw(status, body.encode(), "application/json", headers)
+        return
     if scenario.startswith("flaky-"):
         _, status, times = scenario.split("-")
         if h.server.gateway.bump(scenario) <= int(times):
@@ -852,6 +856,34 @@ ERRORS: dict[int, tuple[str, dict[str, str]]] = {
     502: ("<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>", {}),
     503: ('{"error":{"message":"Service unavailable","type":"internal_server_error"}}', {}),
     504: ("<html><head><title>504 Gateway Time-out</title></head><body>timeout</body></html>", {}),
+}
+
+
+# Refusals for one of the gateway's spend budgets (rfcs/0006-spend.md, "The gateway's budgets"). No
+# public recording of the gateway's own answer was found: these are its documented error envelope
+# (`{error: {message, type, param, code}, generationId}`, as @ai-sdk/gateway parses it) with the
+# statuses other gateways refuse a budget with (402, 403, 429), the scope told three ways (a type, a
+# `param.scopeType` of the budgets API, the message alone), and a link in the text that must not
+# reach the user.
+BUDGET_REFUSALS: dict[str, tuple[int, str, dict[str, str]]] = {
+    "budget-key": (
+        402,
+        '{"error":{"message":"API key budget exceeded: $5.00 of $5.00 used this month.",'
+        '"type":"budget_exceeded","code":"api_key_budget_exceeded"},"generationId":"gen_fake_budget"}',
+        {},
+    ),
+    "budget-team": (
+        403,
+        '{"error":{"message":"Spend budget reached. Raise it at https://vercel.com/d?to=/ai-gateway/budgets",'
+        '"type":"forbidden","param":{"scopeType":"team"}}}',
+        {},
+    ),
+    "budget-429": (
+        429,
+        '{"error":{"message":"Project budget exceeded; requests resume when the budget resets.",'
+        '"type":"rate_limit_exceeded"}}',
+        {"retry-after": "0"},
+    ),
 }
 
 
