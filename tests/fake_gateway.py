@@ -154,6 +154,40 @@ EFFORT_MODELS = [
     },
 ]
 
+# Listed too under a base URL with `/efforts/` in its path: models with a fast tier, as the gateway lists
+# one, under its own id `<id>-fast` with its own prices (speed.py): a plain model, and gpt-5's.
+SPEED_MODELS = [
+    {
+        "id": "fake/speedy",
+        "name": "Fake Speedy",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 8192,
+        "tags": ["tool-use"],
+        "pricing": {"input": "0.000002", "output": "0.000008"},
+    },
+    {
+        "id": "fake/speedy-fast",
+        "name": "Fake Speedy Fast",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 8192,
+        "tags": ["tool-use"],
+        "pricing": {"input": "0.000012", "output": "0.000048"},
+    },
+    {
+        "id": "openai/gpt-5-fast",
+        "name": "GPT-5 Fast (fake)",
+        "type": "language",
+        "owned_by": "openai",
+        "context_window": 400000,
+        "max_tokens": 128000,
+        "tags": ["tool-use", "reasoning"],
+    },
+]
+
 # What a careless or hostile gateway lists: numbers JSON cannot carry (Python's parser reads them as
 # inf/nan), negative and absurd values, wrong types, and entries that are not objects at all.
 HOSTILE_MODELS = b"""{"object": "list", "data": [
@@ -391,7 +425,7 @@ class Handler(BaseHTTPRequestHandler):
                 lone = {**MODELS[0], "id": "fake/lone", "name": "Lone \ud800 Name"}
                 self._json(200, {"object": "list", "data": [*MODELS, lone]})
             elif "/efforts/" in self.path:
-                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS]})
+                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, *SPEED_MODELS]})
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, REASONING_AGENT_MODEL]})
             elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
