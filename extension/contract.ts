@@ -16,8 +16,10 @@ export type ErrorKind =
   | 'timeout'
   | 'protocol'
   | 'internal'
-  | 'spend_limit';
+  | 'spend_limit'
+  | 'gateway_budget';
 export type SpendScope = 'request' | 'day' | 'unpriced';
+export type BudgetScope = 'key' | 'team' | 'project' | 'user';
 
 export interface RpcContract {
   methods: RpcMethods;
@@ -106,8 +108,12 @@ export interface Pricing {
 export interface ConfigurationSchema {
   properties: ConfigurationProperties;
 }
+/**
+ * Each menu is left out of the wire where the model has none (the speed menu: speed.py).
+ */
 export interface ConfigurationProperties {
-  reasoningEffort: EffortProperty;
+  reasoningEffort?: EffortProperty | null;
+  speed?: SpeedProperty | null;
 }
 /**
  * The chat input's menu for one model: a JSON Schema property as VS Code reads it
@@ -121,6 +127,20 @@ export interface EffortProperty {
   enumItemLabels: string[];
   enumDescriptions: string[];
   default: 'default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+  group: 'navigation';
+}
+/**
+ * The chat input's speed menu for one model: a JSON Schema property as VS Code reads it (the
+ * same shape as effort.EffortProperty).
+ */
+export interface SpeedProperty {
+  type: 'string';
+  title: string;
+  description: string;
+  enum: ('standard' | 'fast')[];
+  enumItemLabels: string[];
+  enumDescriptions: string[];
+  default: 'standard' | 'fast';
   group: 'navigation';
 }
 export interface ChatParams {
@@ -277,6 +297,7 @@ export interface ModelOptions {
   top_p?: number | null;
   maxOutputTokens?: number | null;
   reasoningEffort?: ('default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh') | null;
+  speed?: ('standard' | 'fast') | null;
   extraBody?: {
     [k: string]: JsonValue;
   };
@@ -407,6 +428,7 @@ export interface ErrorData {
   limit?: number;
   scope?: SpendScope;
   spentToday?: number | null;
+  budget?: BudgetScope | null;
 }
 
 /** Every ErrorKind, for checking a kind read off the wire. */
@@ -423,6 +445,7 @@ export const ERROR_KINDS: readonly ErrorKind[] = [
   'protocol',
   'internal',
   'spend_limit',
+  'gateway_budget',
 ];
 
 /** server/gateway_lm/contract.py's CONSTANTS: the sidecar's bounds and secret words, applied here too. */

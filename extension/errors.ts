@@ -1,7 +1,10 @@
 // Errors are classified once, in the sidecar (ErrorData: {kind, status, retryAfter}); this file renders them.
+// Each kind's words (what happened and where to fix it) are the sidecar's message: a `gateway_budget`
+// refusal names the budget and the Vercel dashboard's page as plain text, and has no button (waiting
+// or retrying does not help; rfcs/0006-spend.md, "The gateway's budgets").
 import * as vscode from 'vscode';
 import { COMMANDS } from './config';
-import { ERROR_KINDS, ErrorKind } from './contract';
+import { ERROR_KINDS, ErrorKind, type BudgetScope } from './contract';
 import { notify, plain } from './notify';
 
 /** The sidecar's kinds, and the extension's own for failures that never reach it: `setup` (the
@@ -27,6 +30,8 @@ export class GatewayChatError extends Error {
     message: string,
     readonly kind: Kind,
     readonly status: number | null,
+    /** gateway_budget: which of the gateway's budgets refused (null: its answer did not say). */
+    readonly budget: BudgetScope | null = null,
   ) {
     // Copilot draws it as markdown in the chat, and the text is often the gateway's own.
     super(plain(message));
@@ -47,12 +52,13 @@ export function isCancellation(error: unknown): boolean {
  * the connection (extension/session.ts) has already told most of them as what happened. */
 export function fromRpcError(error: unknown): GatewayChatError {
   if (error instanceof GatewayChatError) return error;
-  const e = error as { message?: string; data?: { kind?: unknown; status?: number | null } } | undefined;
+  const e = error as { message?: string; data?: { kind?: unknown; status?: number | null; budget?: unknown } } | undefined;
   const data = e?.data;
   if (data && typeof data.kind === 'string') {
     // A kind outside the closed list would be a sidecar bug: told as one rather than trusted.
     const kind = isErrorKind(data.kind) ? data.kind : 'internal';
-    return new GatewayChatError(e?.message ?? 'The request failed.', kind, data.status ?? null);
+    const budget = kind === 'gateway_budget' && isBudgetScope(data.budget) ? data.budget : null;
+    return new GatewayChatError(e?.message ?? 'The request failed.', kind, data.status ?? null, budget);
   }
   const detail = e?.message ?? String(error);
   return new GatewayChatError(
@@ -64,6 +70,12 @@ export function fromRpcError(error: unknown): GatewayChatError {
 
 function isErrorKind(kind: string): kind is ErrorKind {
   return (ERROR_KINDS as readonly string[]).includes(kind);
+}
+
+const BUDGET_SCOPES: readonly BudgetScope[] = ['key', 'team', 'project', 'user'];
+
+function isBudgetScope(value: unknown): value is BudgetScope {
+  return typeof value === 'string' && (BUDGET_SCOPES as readonly string[]).includes(value);
 }
 
 const shown = new Set<string>();

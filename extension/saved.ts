@@ -2,7 +2,7 @@
 // anything (another version's format, a truncated write, a hand edit): what is read back is checked
 // entry by entry, a bad entry is dropped and counted (for one log line), and a start never fails
 // because of it.
-import { MAX_MODEL_ID, type Capabilities, type EffortProperty, type ModelEntry, type Pricing } from './contract';
+import { MAX_MODEL_ID, type Capabilities, type EffortProperty, type ModelEntry, type Pricing, type SpeedProperty } from './contract';
 
 /** token-counts.json: tool strings as `model NUL text` keys, everything else under a SHA-1. */
 export interface SavedCounts {
@@ -137,16 +137,24 @@ const MODEL: Checks<ModelEntry> = {
   budgetInputTokens: isTokenLimit,
   // An encoding's name (it keys counts in memory and on disk), or '' when not known.
   tokenizer: (value) => typeof value === 'string' && /^[a-z0-9_]{0,64}$/.test(value),
-  configurationSchema: (value) => value === null || isEffortMenu(value),
+  configurationSchema: (value) => value === null || isMenus(value),
   warning: (value) => value === null || (isString(value) && value.length <= 500),
 };
 const EFFORTS: readonly unknown[] = ['default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'] satisfies EffortProperty['enum'];
 
-/** A menu VS Code will render: levels it knows, one label and description each, a default among them. */
-function isEffortMenu(value: unknown): boolean {
+const SPEEDS: readonly unknown[] = ['standard', 'fast'] satisfies SpeedProperty['enum'];
+
+/** The chat input's menus of a model: effort's and speed's, each one VS Code will render, at least one. */
+function isMenus(value: unknown): boolean {
   if (!isRecord(value) || !isRecord(value.properties)) return false;
-  const menu = value.properties.reasoningEffort;
-  if (!isRecord(menu) || !Array.isArray(menu.enum) || !menu.enum.every((level) => EFFORTS.includes(level))) return false;
+  const { reasoningEffort, speed } = value.properties;
+  if (reasoningEffort == null && speed == null) return false;
+  return (reasoningEffort == null || isMenu(reasoningEffort, EFFORTS)) && (speed == null || isMenu(speed, SPEEDS));
+}
+
+/** A menu VS Code will render: values it knows, one label and description each, a default among them. */
+function isMenu(menu: unknown, values: readonly unknown[]): boolean {
+  if (!isRecord(menu) || !Array.isArray(menu.enum) || !menu.enum.every((value) => values.includes(value))) return false;
   const listed = (list: unknown) => Array.isArray(list) && list.length === (menu.enum as unknown[]).length && list.every(isString);
   return (
     menu.type === 'string' &&

@@ -154,6 +154,40 @@ EFFORT_MODELS = [
     },
 ]
 
+# Listed too under a base URL with `/efforts/` in its path: models with a fast tier, as the gateway lists
+# one, under its own id `<id>-fast` with its own prices (speed.py): a plain model, and gpt-5's.
+SPEED_MODELS = [
+    {
+        "id": "fake/speedy",
+        "name": "Fake Speedy",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 8192,
+        "tags": ["tool-use"],
+        "pricing": {"input": "0.000002", "output": "0.000008"},
+    },
+    {
+        "id": "fake/speedy-fast",
+        "name": "Fake Speedy Fast",
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 8192,
+        "tags": ["tool-use"],
+        "pricing": {"input": "0.000012", "output": "0.000048"},
+    },
+    {
+        "id": "openai/gpt-5-fast",
+        "name": "GPT-5 Fast (fake)",
+        "type": "language",
+        "owned_by": "openai",
+        "context_window": 400000,
+        "max_tokens": 128000,
+        "tags": ["tool-use", "reasoning"],
+    },
+]
+
 # What a careless or hostile gateway lists: numbers JSON cannot carry (Python's parser reads them as
 # inf/nan), negative and absurd values, wrong types, and entries that are not objects at all.
 HOSTILE_MODELS = b"""{"object": "list", "data": [
@@ -394,7 +428,7 @@ class Handler(BaseHTTPRequestHandler):
                 lone = {**MODELS[0], "id": "fake/lone", "name": "Lone \ud800 Name"}
                 self._json(200, {"object": "list", "data": [*MODELS, lone]})
             elif "/efforts/" in self.path:
-                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS]})
+                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, *SPEED_MODELS]})
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, REASONING_AGENT_MODEL]})
             elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
@@ -513,6 +547,10 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario.startswith("error-"):
         serve_error(h, int(scenario.split("-")[1]))
+        return
+    if scenario in BUDGET_REFUSALS:
+        status, body, headers = BUDGET_REFUSALS[scenario]
+        h._raw(status, body.encode(), "application/json", headers)
         return
     if scenario.startswith("flaky-"):
         _, status, times = scenario.split("-")
@@ -861,6 +899,34 @@ ERRORS: dict[int, tuple[str, dict[str, str]]] = {
     502: ("<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>", {}),
     503: ('{"error":{"message":"Service unavailable","type":"internal_server_error"}}', {}),
     504: ("<html><head><title>504 Gateway Time-out</title></head><body>timeout</body></html>", {}),
+}
+
+
+# Refusals for one of the gateway's spend budgets (rfcs/0006-spend.md, "The gateway's budgets"). No
+# public recording of the gateway's own answer was found: these are its documented error envelope
+# (`{error: {message, type, param, code}, generationId}`, as @ai-sdk/gateway parses it) with the
+# statuses other gateways refuse a budget with (402, 403, 429), the scope told three ways (a type, a
+# `param.scopeType` of the budgets API, the message alone), and a link in the text that must not
+# reach the user.
+BUDGET_REFUSALS: dict[str, tuple[int, str, dict[str, str]]] = {
+    "budget-key": (
+        402,
+        '{"error":{"message":"API key budget exceeded: $5.00 of $5.00 used this month.",'
+        '"type":"budget_exceeded","code":"api_key_budget_exceeded"},"generationId":"gen_fake_budget"}',
+        {},
+    ),
+    "budget-team": (
+        403,
+        '{"error":{"message":"Spend budget reached. Raise it at https://vercel.com/d?to=/ai-gateway/budgets",'
+        '"type":"forbidden","param":{"scopeType":"team"}}}',
+        {},
+    ),
+    "budget-429": (
+        429,
+        '{"error":{"message":"Project budget exceeded; requests resume when the budget resets.",'
+        '"type":"rate_limit_exceeded"}}',
+        {"retry-after": "0"},
+    ),
 }
 
 

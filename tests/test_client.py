@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from typing import Any
@@ -13,7 +14,7 @@ from conftest import text_of
 from fake_gateway import FakeServer
 from gateway_lm.catalogue import catalogue
 from gateway_lm.client import MAX_REPORTED_RETRY_AFTER, GatewayClient, parse_retry_after
-from gateway_lm.errors import GatewayError
+from gateway_lm.errors import GatewayError, error_from_response, error_from_stream
 from gateway_lm.messages import ChatRequest
 from gateway_lm.pipeline import ChatOutcome, stream_chat
 from gateway_lm.settings import Settings
@@ -121,6 +122,58 @@ async def test_error_statuses_are_classified_with_a_fix(
     assert words in error.message
     assert "<html" not in error.message.lower()
     assert parts == []
+
+
+@pytest.mark.parametrize(
+    ("scenario", "status", "scope", "where"),
+    [
+        ("budget-key", 402, "key", "API Keys"),
+        ("budget-team", 403, "team", "AI Gateway → Budgets"),
+        ("budget-429", 429, "project", "AI Gateway → Budgets"),
+    ],
+)
+async def test_a_spent_gateway_budget_is_its_own_error_and_is_not_retried(
+    gateway: FakeServer, scenario: str, status: int, scope: str, where: str
+) -> None:
+    error, parts = await failure(settings_for(gateway, maxRetries=3), f"fake/{scenario}")
+    assert (error.kind, error.status, error.budget) == ("gateway_budget", status, scope)
+    assert error.as_data()["budget"] == scope
+    assert len(gateway.gateway.requests) == 1  # a 429 for a budget is not a rate limit to wait out
+    assert where in error.message and "Vercel dashboard" in error.message
+    assert "maxDailyCost" in error.message  # not to be confused with our own limits
+    assert "http" not in error.message.lower()  # the gateway's link is dropped: plain text only
+    assert "Wait a moment" not in error.message and "upgrade the plan" not in error.message
+    assert parts == []
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        # Anthropic's 400 about a token budget, OpenAI's quota, the free tier: not a spend budget.
+        (
+            400,
+            {"error": {"message": "`max_tokens` must be greater than `thinking.budget_tokens`", "type": "invalid"}},
+            "bad_request",
+        ),
+        (429, {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota"}}, "rate_limited"),
+        (403, {"error": {"message": "Free tier users cannot use this model", "type": "forbidden"}}, "forbidden"),
+        (500, {"error": {"message": "budget service exceeded its time", "type": "internal_server_error"}}, "upstream"),
+        # The words alone, on a status a budget refusal takes; the scope as the budgets API names it.
+        (402, {"error": {"message": "Budget exceeded", "param": {"scopeType": "api-key"}}}, "gateway_budget"),
+        (403, {"error": {"message": "Your spend budget was reached"}}, "gateway_budget"),
+    ],
+)
+def test_only_a_budget_refusal_is_told_as_one(status: int, body: dict[str, Any], kind: str) -> None:
+    error = error_from_response(status, json.dumps(body).encode())
+    assert error.kind == kind
+    if kind == "gateway_budget":
+        assert error.budget == ("key" if status == 402 else None)
+        assert "one of its spend budgets" in error.message or "API key" in error.message
+
+
+def test_a_budget_refusal_inside_the_stream_is_told_as_one() -> None:
+    error = error_from_stream({"error": {"message": "User budget exceeded", "code": "budget_exceeded"}}, "failed")
+    assert (error.kind, error.budget, error.status) == ("gateway_budget", "user", None)
 
 
 async def test_transient_failures_are_retried_before_the_first_event(gateway: FakeServer) -> None:

@@ -56,6 +56,7 @@ def test_the_contract_names_every_method_and_notification() -> None:
         "protocol",
         "internal",
         "spend_limit",
+        "gateway_budget",
     ]
 
 

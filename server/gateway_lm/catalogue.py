@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .effort import Efforts, efforts_for
 from .messages import MAX_MODEL_ID
+from .speed import link_fast_tiers
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ class ModelInfo(BaseModel):
     # The reasoning efforts it accepts (None: it does not reason); the extension gets the menu made of
     # them (picker.ModelEntry.configurationSchema), not these.
     efforts: Efforts | None = Field(default=None, exclude=True)
+    # The prices of its fast tier, when the catalogue lists one (`<id>-fast`, speed.py); None: none.
+    fast: Pricing | None = Field(default=None, exclude=True)
 
 
 def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInfo | None:
@@ -130,6 +133,7 @@ def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list
             models.append(model)
     if unreadable:
         log.warning("ignored %d catalogue entries that could not be read", unreadable)
+    link_fast_tiers(models)
     return sorted(models, key=lambda m: (m.ownedBy, m.name.lower()))
 
 

@@ -133,7 +133,12 @@ class ChatService:
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
         return [
-            picker_entry(m, self.budget.factor(m.id, self.accounting.factor(m.id)), self.settings.effort_for(m.id))
+            picker_entry(
+                m,
+                self.budget.factor(m.id, self.accounting.factor(m.id)),
+                self.settings.effort_for(m.id),
+                self.settings.speed_for(m.id),
+            )
             for m in models
         ]
 

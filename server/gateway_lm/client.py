@@ -2,7 +2,8 @@
 `/generation` as JSON.
 
 Retries happen only before the first event reached the caller (nothing shown can be shown twice):
-429 (honouring `retry-after`), 500/502/503/504 and connection failures, with jittered exponential
+429 (honouring `retry-after`; never a refusal for a spend budget, whatever its status), 500/502/503/504
+and connection failures, with jittered exponential
 backoff and a bounded count, all within one time budget (deadline.py). What is read is bounded too,
 counted in decoded bytes and decoded a bounded piece at a time (decoding.py): an error body to 64 KiB,
 the model list to 16 MiB, an SSE event to 16 MiB (sse.py).
@@ -238,6 +239,8 @@ class GatewayClient:
         """How long to wait before the next attempt; None when there is none (the count is spent, the
         error is final, or the wait would not leave time for another attempt)."""
         if attempt >= self.settings.maxRetries or isinstance(error, CertificateError):
+            return None
+        if error.kind == "gateway_budget":  # a spent budget stays spent: only its owner changes it
             return None
         if error.retry_after is not None and error.retry_after > MAX_RETRY_AFTER:
             return None

@@ -116,9 +116,9 @@ class _ContractSchema(GenerateJsonSchema):
         field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
         total: bool,
     ) -> bool:
-        # model_dump() writes every field, defaults included.
+        # model_dump() writes every field, defaults included, but those it leaves out (exclude_if).
         if self.mode == "serialization" and field["type"] == "model-field":
-            return not field.get("serialization_exclude")
+            return not field.get("serialization_exclude") and not field.get("serialization_exclude_if")
         return super().field_is_required(field, total)
 
 

@@ -17,7 +17,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+from .speed import SpeedProperty
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,10 @@ class EffortProperty(BaseModel):
 
 
 class ConfigurationProperties(BaseModel):
-    reasoningEffort: EffortProperty
+    """Each menu is left out of the wire where the model has none (the speed menu: speed.py)."""
+
+    reasoningEffort: EffortProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
+    speed: SpeedProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
 
 
 class ConfigurationSchema(BaseModel):
@@ -181,12 +186,16 @@ def preselected(efforts: Efforts, setting: Effort | None) -> Effort:
     return nearest(setting, efforts)
 
 
-def menu(efforts: Efforts | None, setting: Effort | None) -> ConfigurationSchema | None:
-    """The chat input's menu, for a model with more than one level to choose from."""
+def menu(
+    efforts: Efforts | None, setting: Effort | None, speed: SpeedProperty | None = None
+) -> ConfigurationSchema | None:
+    """The chat input's menus: effort's, for a model with more than one level to choose from, and
+    `speed` (speed.menu) beside it; None when there is neither."""
     if efforts is None or len(efforts.levels) < 2:
-        return None
+        return None if speed is None else ConfigurationSchema(properties=ConfigurationProperties(speed=speed))
     return ConfigurationSchema(
         properties=ConfigurationProperties(
+            speed=speed,
             reasoningEffort=EffortProperty(
                 type="string",
                 title=MENU_TITLE,
@@ -196,7 +205,7 @@ def menu(efforts: Efforts | None, setting: Effort | None) -> ConfigurationSchema
                 enumDescriptions=[_LABELS[lv][1] for lv in efforts.levels],
                 default=preselected(efforts, setting),
                 group="navigation",
-            )
+            ),
         )
     )
 

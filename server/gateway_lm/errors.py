@@ -29,10 +29,14 @@ ErrorKind = TypeAliasType(
         "protocol",
         "internal",
         "spend_limit",
+        "gateway_budget",
     ],
 )
 # Which check refused: the request limit, the day limit, or either when the model has no price.
 SpendScope = TypeAliasType("SpendScope", Literal["request", "day", "unpriced"])
+# Which of the gateway's own spend budgets refused (rfcs/0006-spend.md, "The gateway's budgets"): the
+# scopes of its budgets API (`scopeType`: team, project, api-key, user), `key` for api-key.
+BudgetScope = TypeAliasType("BudgetScope", Literal["key", "team", "project", "user"])
 
 
 class ErrorData(TypedDict):
@@ -47,6 +51,8 @@ class ErrorData(TypedDict):
     limit: NotRequired[float]
     scope: NotRequired[SpendScope]
     spentToday: NotRequired[float | None]
+    # gateway_budget: the budget that refused, or None when the gateway's answer did not say
+    budget: NotRequired[BudgetScope | None]
 
 
 class SpendData(TypedDict):
@@ -100,6 +106,7 @@ class GatewayError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         spend: SpendData | None = None,
+        budget: BudgetScope | None = None,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
@@ -107,6 +114,7 @@ class GatewayError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.spend = spend
+        self.budget: BudgetScope | None = budget  # gateway_budget only
         # The gateway's id of the failed generation, for the log line a user quotes to support.
         self.generation_id: str | None = None
 
@@ -124,6 +132,8 @@ class GatewayError(Exception):
         if spend is not None:
             data["estimate"], data["limit"] = spend["estimate"], spend["limit"]
             data["scope"], data["spentToday"] = spend["scope"], spend["spentToday"]
+        if self.kind == "gateway_budget":
+            data["budget"] = self.budget
         return data
 
 
@@ -255,16 +265,113 @@ def generation_id_of(payload: Any) -> str | None:
     return None
 
 
+# A refusal for one of the gateway's spend budgets (rfcs/0006-spend.md, "The gateway's budgets"). No
+# public source shows the gateway's exact answer, so it is known by what any budget refusal says: a
+# type or code that names a budget ("budget_exceeded", "api_key_budget_exceeded", "spend_limit"), or,
+# on a status other gateways refuse a budget with (402, 403, 429), a message saying a budget was
+# exceeded or reached. A provider's 400 about a *token* budget ("thinking.budget_tokens") matches
+# neither: `budget_tokens` is one word.
+_BUDGET_CODE = re.compile(r"budget(?!_?tokens)|spend[ _-]?(limit|cap|quota)", re.IGNORECASE)
+_BUDGET_WORDS = re.compile(
+    r"\bbudget\b[^.]{0,80}?\b(exceed|reached|exhausted|spent|used up|over)"
+    r"|\b(exceed\w*|reached|over|exhausted)\b[^.]{0,40}?\bbudget\b",
+    re.IGNORECASE,
+)
+_BUDGET_STATUSES = frozenset({402, 403, 429})
+# The scope is the word right before "budget" ("API key budget", "team_budget_exceeded", "the
+# project's spend budget"), or the `scopeType`/`scope` the error's `param` names (the values of the
+# gateway's budgets API: team, project, api-key, user).
+_SCOPE_BEFORE_BUDGET = re.compile(
+    r"\b(api[ _-]?key|key|team|project|user|member)(?:'s)?[\s_-]+(?:spend(?:ing)?[\s_-]+)?budget",
+    re.IGNORECASE,
+)
+_SCOPES: dict[str, BudgetScope] = {
+    "api key": "key",
+    "api_key": "key",
+    "api-key": "key",
+    "apikey": "key",
+    "key": "key",
+    "team": "team",
+    "project": "project",
+    "user": "user",
+    "member": "user",
+}
+_URL = re.compile(r"(https?://|www\.)\S*", re.IGNORECASE)
+# Where each budget is changed, as plain words: a link in a chat error would be the gateway's to
+# choose, and the dashboard's paths name the team (vercel.com/docs/ai-gateway, "Budgets", "API Keys").
+_BUDGET_WHAT: dict[BudgetScope | None, str] = {
+    "key": "this API key's spend budget",
+    "team": "your Vercel team's AI Gateway spend budget",
+    "project": "the project's AI Gateway spend budget",
+    "user": "your own AI Gateway spend budget (the per-member budget of your team)",
+    None: "one of its spend budgets (of the API key, the team, a project or a member)",
+}
+_BUDGET_WHERE: dict[BudgetScope | None, str] = {
+    "key": "Vercel dashboard → AI Gateway → API Keys → the key's … menu → Edit Key",
+    "team": "Vercel dashboard → AI Gateway → Budgets",
+    "project": "Vercel dashboard → AI Gateway → Budgets",
+    "user": "Vercel dashboard → AI Gateway → Budgets",
+    None: "Vercel dashboard → AI Gateway → Budgets (a key's own budget: API Keys → Edit Key)",
+}
+
+
+def budget_refusal(status: int | None, detail: str, code: str, param: Any = None) -> tuple[bool, BudgetScope | None]:
+    """Whether an error answer is a refusal for one of the gateway's spend budgets, and which budget
+    (None when the answer does not say). `status` is None for an error inside a stream."""
+    by_code = bool(code) and _BUDGET_CODE.search(code) is not None
+    by_words = (status is None or status in _BUDGET_STATUSES) and _BUDGET_WORDS.search(detail) is not None
+    if not (by_code or by_words) or (status is not None and not 400 <= status < 500):
+        return False, None
+    return True, _budget_scope(detail, code, param)
+
+
+def _budget_scope(detail: str, code: str, param: Any) -> BudgetScope | None:
+    if isinstance(param, dict):
+        for field in ("scopeType", "scope", "budgetScope"):
+            value = param.get(field)
+            if isinstance(value, str) and value.strip().lower() in _SCOPES:
+                return _SCOPES[value.strip().lower()]
+    for text in (code, detail):
+        found = _SCOPE_BEFORE_BUDGET.search(text)
+        if found:
+            return _SCOPES[re.sub(r"[ _-]", " ", found.group(1).lower()).replace("apikey", "api key")]
+    return None
+
+
+def budget_error(scope: BudgetScope | None, detail: str, status: int | None) -> GatewayError:
+    """The words of a budget refusal: which budget, that waiting or retrying will not help, where it
+    is changed, and that it is not this extension's own limit. The gateway's own words follow, without
+    links and bounded (they are untrusted text)."""
+    said = " ".join(_URL.sub("(link removed)", detail).split())[:300]
+    message = (
+        f"The Vercel AI Gateway refused this request: {_BUDGET_WHAT[scope]} is used up. It stays refused"
+        " until the budget resets (at the start of its period, UTC) or is raised: "
+        f"{_BUDGET_WHERE[scope]}. This is the gateway's budget, not this extension's own limits"
+        " (vercelAiGateway.spend.maxRequestCost and maxDailyCost)."
+    )
+    if said:
+        message += f" The gateway said: {said.rstrip('.')}."
+    return GatewayError("gateway_budget", message, status=status, budget=scope)
+
+
 def error_from_response(status: int, body: bytes, retry_after: float | None = None) -> GatewayError:
     detail, code = detail_from_body(body)
-    kind = kind_for_status(status, detail, code)
-    prefix = f"AI Gateway answered {status}"
-    message = with_advice(kind, f"{prefix}: {detail}" if detail else prefix)
-    error = GatewayError(kind, message, status=status, retry_after=retry_after)
     try:
-        error.generation_id = generation_id_of(json.loads(body))
+        payload: Any = json.loads(body)
     except (ValueError, RecursionError):
-        pass  # not JSON: detail_from_body summarised it
+        payload = None  # not JSON: detail_from_body summarised it
+    inner = payload.get("error") if isinstance(payload, dict) else None
+    inner = inner if isinstance(inner, dict) else {}
+    codes = " ".join(str(inner.get(field) or "") for field in ("type", "code")).strip()
+    refused, scope = budget_refusal(status, detail, codes, inner.get("param"))
+    if refused:
+        error = budget_error(scope, detail, status)
+    else:
+        kind = kind_for_status(status, detail, code)
+        prefix = f"AI Gateway answered {status}"
+        message = with_advice(kind, f"{prefix}: {detail}" if detail else prefix)
+        error = GatewayError(kind, message, status=status, retry_after=retry_after)
+    error.generation_id = generation_id_of(payload)
     return error
 
 
@@ -276,6 +383,12 @@ def error_from_stream(payload: dict[str, Any] | None, fallback: str) -> GatewayE
         err = err["error"]
     message = str(err.get("message") or fallback)
     code = str(err.get("code") or err.get("type") or "")
+    codes = " ".join(str(err.get(field) or "") for field in ("type", "code")).strip()
+    refused, scope = budget_refusal(None, message, codes, err.get("param"))
+    if refused:
+        error = budget_error(scope, message, None)
+        error.generation_id = generation_id
+        return error
     kind = _kind_for_stream_code(code, message)
     error = GatewayError(kind, with_advice(kind, f"The model stopped with an error: {message}"))
     error.generation_id = generation_id

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, Va
 
 from .effort import Effort
 from .errors import GatewayError, with_advice
+from .speed import Speed
 
 MAX_OUTPUT_TOKENS = 100_000_000
 MAX_EXTRA_BODY = 64 << 10  # bytes of JSON: room for provider options, not for a smuggled prompt
@@ -119,6 +120,7 @@ class ModelOptions(BaseModel):
     top_p: Annotated[float, Field(ge=0, le=1)] | None = None
     maxOutputTokens: Annotated[int, Field(ge=16, le=MAX_OUTPUT_TOKENS)] | None = None
     reasoningEffort: Effort | None = None
+    speed: Speed | None = None  # "fast": the gateway's fast tier (speed.py); the chat input's menu overrides it
     extraBody: Annotated[dict[str, JsonValue], AfterValidator(_extra_body)] = {}
     extraHeaders: Annotated[dict[str, str], AfterValidator(_extra_headers)] = {}
 

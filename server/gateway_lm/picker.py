@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import speed
 from .budget import advertised_window
 from .catalogue import ModelInfo
 from .effort import ConfigurationSchema, Effort, menu
@@ -22,15 +23,19 @@ class ModelEntry(ModelInfo):
     # The encoding gateway/countTokens counts this model's texts with: the extension keeps one memo
     # per tokenizer, shared by every model that has it (rfcs/0004-token-accounting.md).
     tokenizer: str
-    # The reasoning-effort menu beside the model in the chat input (effort.py); None: no menu.
+    # The reasoning-effort and speed menus beside the model in the chat input (effort.py, speed.py);
+    # None: no menu.
     configurationSchema: ConfigurationSchema | None
     # What the picker warns of beside the model (VS Code's warningText, with a warning icon): only
     # what is true of it, that it takes no tools; None: nothing.
     warning: str | None
 
 
-def picker_entry(model: ModelInfo, factor: float = 1.0, effort: Effort | None = None) -> ModelEntry:
-    """`effort`: the level the settings ask for this model, which the menu preselects."""
+def picker_entry(
+    model: ModelInfo, factor: float = 1.0, effort: Effort | None = None, fast: speed.Speed | None = None
+) -> ModelEntry:
+    """`effort`, `fast`: the level and the speed the settings ask for this model, which the menus
+    preselect."""
     return ModelEntry(
         **dict(model),
         tooltip=tooltip(model, factor),
@@ -38,7 +43,7 @@ def picker_entry(model: ModelInfo, factor: float = 1.0, effort: Effort | None = 
         budgetFactor=factor,
         budgetInputTokens=advertised_window(model.maxInputTokens, factor),
         tokenizer=encoding_name_for(model.id),
-        configurationSchema=menu(model.efforts, effort),
+        configurationSchema=menu(model.efforts, effort, speed.menu(model, fast)),
         warning=None if model.capabilities.toolCalling else NO_TOOLS_NOTE,
     )
 

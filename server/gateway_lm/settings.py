@@ -26,6 +26,7 @@ from .options import (
     secrets_in,
     valid_model_options,
 )
+from .speed import Speed
 
 MAX_TOKENS_SETTING = 100_000_000
 MAX_CONNECT_TIMEOUT = 600.0  # seconds
@@ -148,6 +149,10 @@ class Settings(BaseModel):
         `reasoningEffortByModel`'s over `reasoningEffort` (rfcs/0007); None when none asks."""
         option = for_model(model, self.modelOptions).reasoningEffort
         return option or self.reasoningEffortByModel.get(model) or self.reasoningEffort
+
+    def speed_for(self, model: str) -> Speed | None:
+        """The speed `modelOptions` asks for `model` (speed.py); None when none asks."""
+        return for_model(model, self.modelOptions).speed
 
 
 # Every setting's VS Code id, by its field: the one map between the two names. The extension reads

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from . import options as model_options
+from . import speed
 from .catalogue import ModelInfo
 from .effort import MENU_KEY, Effort, by_rule, decide, level, nearest
 from .messages import (
@@ -90,6 +91,7 @@ def build_request(
     model_options.apply(body, caller)
     hold_privacy(body, settings)
     set_effort(body, request, settings, model, caller.reasoningEffort)
+    set_speed(body, request, settings, model)
     reasons = model is not None and model.reasoning
     # Decided last: an extra body may have asked for reasoning too.
     if reasons or "reasoning" in body or any(i["type"] == "reasoning" for i in body["input"]):
@@ -155,6 +157,18 @@ def set_effort(
             body.pop("reasoning")  # a model that does not reason
         elif (asked := level(reasoning["effort"])) is not None and asked != "default":
             body["reasoning"] = {**reasoning, "effort": nearest(asked, efforts or by_rule(request.model))}
+
+
+def set_speed(body: dict[str, Any], request: ChatRequest, settings: Settings, model: ModelInfo | None) -> None:
+    """`providerOptions.gateway.speed`: "fast" when the menu in the chat input or the model's options
+    ask for it and the model has a fast tier (speed.py); an extra body's own speed is left as set."""
+    asked = settings.speed_for(request.model)
+    chosen = speed.decide(model, asked, request.modelConfiguration.get(speed.MENU_KEY), None)
+    if chosen is None:
+        return
+    provider_options = dict(body.get("providerOptions") or {})  # copies: extraBody's own objects stay as set
+    provider_options["gateway"] = {**(provider_options.get("gateway") or {}), "speed": chosen}
+    body["providerOptions"] = provider_options
 
 
 def options_from_settings(settings: Settings) -> dict[str, Any]:

@@ -116,6 +116,20 @@ test('a 401 throws one clear error naming the fix, with no stack for Copilot to 
   assert.equal(stub.shownErrors.length, toasts, 'the chat shows the error; no toast repeats it over the chat input');
 });
 
+test('a spent gateway budget is told as one: which budget, where to raise it, no link, sent once', async () => {
+  const before = ((await (await fetch(`${gatewayUrl}/_requests`)).json()) as unknown[]).length;
+  await assert.rejects(chat('fake/budget-team', [userMessage(new stub.LanguageModelTextPart('hi'))]), (error: GatewayChatError) => {
+    assert.equal(error.kind, 'gateway_budget');
+    assert.equal(error.budget, 'team');
+    assert.match(error.message, /team's AI Gateway spend budget/);
+    assert.match(error.message, /Vercel dashboard → AI Gateway → Budgets/);
+    assert.doesNotMatch(error.message, /https?:|Wait a moment|upgrade the plan/);
+    return true;
+  });
+  const after = ((await (await fetch(`${gatewayUrl}/_requests`)).json()) as unknown[]).length;
+  assert.equal(after - before, 1, 'a budget refusal is not retried');
+});
+
 test('cancelling stops the stream and reports nothing after', async () => {
   const source = new CancellationTokenSource();
   const parts: unknown[] = [];

@@ -28,6 +28,7 @@ from ..client import GatewayClient
 from ..messages import UsagePart
 from ..pipeline import ChatOutcome
 from ..settings import Settings
+from ..speed import sent_pricing
 from ..tokens import count_request
 from ..usage import MAX_ID, bounded_usd
 from .history import DB_NAME, EVERY, GUARD_READ_TIMEOUT_S, Every, UsageRecord, UsageStore, utc_day
@@ -150,7 +151,7 @@ class Ledger:
         settings = self.settings
         if not self.guards():
             return
-        pricing = model.pricing if model is not None else Pricing()
+        pricing = sent_pricing(model, body) if model is not None else Pricing()  # a fast request: its tier's
         max_output = settings.maxOutputTokens or (model.maxOutputTokens if model is not None else 0)
         if request_estimate(0, pricing, max_output) is None:
             if not approval.unpriced:
