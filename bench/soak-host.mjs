@@ -13,8 +13,9 @@ import * as host from '../tests/e2e/host.mjs';
 import { SETTINGS, SIDECAR_WARM, TURN_TARGET_MS } from './soak-plan.mjs';
 
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
-// The whole run's limit: the sidecar's first start (≤ 240 s) and the turns (~0.1–0.5 s each, the
-// faults' waits apart), with room; the driver has its own, a minute shorter.
+// The whole run's limit: the sidecar's first start (≤ 240 s) and the turns (their times, the faults'
+// waits apart: rfcs/0005-performance.md, "The soak"), with room; the driver has its own, a minute
+// shorter.
 const RUN_LIMIT_MS = 300_000 + TURNS * 1_500;
 
 export async function soakHostRows() {

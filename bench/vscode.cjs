@@ -81,8 +81,8 @@ module.exports = withDefaults({
       registered.providers.set(vendor, provider);
       return { dispose: () => registered.providers.delete(vendor) };
     },
-    // VS Code builds a new array of new objects on every read (measured ~40 µs for 40 tools in
-    // VS Code 1.139; this stand-in costs less, so it flatters any code that reads it often).
+    // VS Code builds a new array of new objects on every read; this stand-in costs less, so it
+    // flatters any code that reads it often (rfcs/0005, "Measured costs").
     get tools() {
       return registered.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, tags: [], source: undefined }));
     },

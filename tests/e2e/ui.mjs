@@ -568,7 +568,8 @@ try {
     }
     const closedAfter = entry.client_closed_at - clickedAt;
     console.log(`ui: the gateway saw the stream closed ${Math.round(closedAfter * 1000)} ms after Stop was clicked`);
-    // The fake notices on its next write (20 ms apart) after the RST: up to ~40 ms of the figure is its own.
+    // The fake notices on its next write (20 ms apart) after the RST: up to two such gaps of the
+    // figure are its own.
     assert.ok(closedAfter < 0.25, `upstream closed ${closedAfter.toFixed(3)} s after Stop`);
     await page.waitForTimeout(500);
     const kept = await answer.innerText();
