@@ -2,7 +2,8 @@
 // measured figure lives in one place. A doc or comment that names a renamed or removed file, or
 // repeats a number the benchmark has since changed, is a bug the build catches, like a type error.
 //
-// The docs (README.md, rfcs/*.md, docs/*.md): what they write in backticks or link to.
+// The docs (the README and CONTRIBUTING files at the root, the .md files of rfcs/, docs/ and
+// bench/): what they write in backticks or link to.
 // - a path with a known extension, or under one of the repository's folders: it must exist (a bare
 //   file name must be the name of a tracked file somewhere);
 // - `module.Symbol` (or `module.Symbol.member`) where `module` is one of the sidecar's Python
@@ -380,7 +381,7 @@ function checkCode(file, problems) {
 
 // What to check: the docs and the code, or the files given (tests/ts/docs.test.ts).
 const given = process.argv.slice(2);
-const files = given.length ? given : tracked.filter((f) => f === 'README.md' || /^(rfcs|docs)\/.*\.md$/.test(f) || CODE.test(f));
+const files = given.length ? given : tracked.filter((f) => /^(README|CONTRIBUTING)\.md$|^(rfcs|docs|bench)\/.*\.md$/.test(f) || CODE.test(f));
 const problems = [];
 for (const file of files) (file.endsWith('.md') ? checkDoc : checkCode)(file, problems);
 // RFC 0001's module tables name every module of both languages, in their folders too (by file
