@@ -2,7 +2,7 @@
 // values, plus what activate() and vscode-languageclient touch (the language model registry, commands,
 // events, output channels). Members nobody relies on answer with a no-op, so the client can start.
 'use strict';
-const stub = require('../out/tests/ts/vscode-stub.js');
+const stub = require('./from-tests.cjs').vscodeStub();
 
 const noop = new Proxy(function () {}, {
   get: (_target, key) => (key === 'then' || typeof key === 'symbol' ? undefined : noop),
