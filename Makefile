@@ -61,6 +61,7 @@ lint: $(VENV)/.ready node_modules/.ready
 	  status=$$?; rm -f $$tmp; \
 	  if [ $$status -ne 0 ]; then echo "extension/contract.ts is not what server/gateway_lm/contract.py makes: run 'make contract'" >&2; exit 1; fi
 	node scripts/check-docs.mjs
+	node scripts/check-commits.mjs
 	npx tsc -p . --noEmit
 	npx tsc -p extension/webview
 	npx eslint --max-warnings 0 $(TS_SOURCES)

@@ -52,4 +52,15 @@ export default defineConfig(
     extends: [js.configs.recommended],
     languageOptions: { globals: globals.node },
   },
+  {
+    // The bench takes the tests' code from one module, bench/from-tests.cjs, which names each file.
+    files: ['bench/**'],
+    ignores: ['bench/from-tests.cjs'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '(^|/)(tests|out)/', message: "The bench takes the tests' code from bench/from-tests.cjs only." }] },
+      ],
+    },
+  },
 );

@@ -4,12 +4,10 @@
 // in the same activation, alternating; and once more through a bridge that loses the encrypted
 // reasoning, where the one retry of rfcs/0002 ("A history that lost its reasoning") is the only extra
 // request allowed.
-import { createRequire } from 'node:module';
-import * as path from 'node:path';
-import { activate, gatewayRequests, median, ROOT, storageDir, vscode } from './host.mjs';
+import fromTests from './from-tests.cjs';
+import { activate, gatewayRequests, median, storageDir, vscode } from './host.mjs';
 
-const require = createRequire(import.meta.url);
-const { BridgeSession, EditorPathSession } = require(path.join(ROOT, 'out/tests/ts/bridge.js'));
+const { BridgeSession, EditorPathSession } = fromTests.bridge();
 
 const MODEL = 'fake/reasoning-agent'; // tests/fake_reasoning.py: two tool calls a turn, each after its reasoning
 const TURNS = 10;

@@ -9,12 +9,14 @@
 // built-in Copilot Chat first; SOAK_HOST_GC=1 forces a full collection before each sample.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as host from '../tests/e2e/host.mjs';
+import fromTests from './from-tests.cjs';
 import { SETTINGS, SIDECAR_WARM, TURN_TARGET_MS } from './soak-plan.mjs';
 
+const host = await fromTests.realHost();
 const TURNS = Number(process.env.SOAK_TURNS ?? 1000);
-// The whole run's limit: the sidecar's first start (≤ 240 s) and the turns (~0.1–0.5 s each, the
-// faults' waits apart), with room; the driver has its own, a minute shorter.
+// The whole run's limit: the sidecar's first start (≤ 240 s) and the turns (their times, the faults'
+// waits apart: rfcs/0005-performance.md, "The soak"), with room; the driver has its own, a minute
+// shorter.
 const RUN_LIMIT_MS = 300_000 + TURNS * 1_500;
 
 export async function soakHostRows() {

@@ -1,5 +1,5 @@
 // The soak's turn plan, apart from how it is driven: bench/soak.mjs sends it through the bundle under
-// a stub `vscode` in a plain node process, tests/e2e/soak-host.mjs through vscode.lm in a real
+// a stub `vscode` in a plain node process, bench/soak-host.mjs through vscode.lm in a real
 // code-server extension host. One home, so that both measure the same session. No imports: the
 // extension host loads this file as it is.
 
@@ -10,7 +10,7 @@ export const KILLS = [115, 235]; // turns whose sidecar is killed at their first
 export const IDLE_TIMEOUT_S = 2;
 export const MAX_RETRIES = 1;
 export const TURN_LIMIT_MS = 60_000; // the watchdog: a turn still going then is cancelled and counted unbounded
-export const TURN_TARGET_MS = (IDLE_TIMEOUT_S + 3) * 1000; // a stall ends at idleTimeout; a retry waits ≤ 1 s; a restart ~1 s
+export const TURN_TARGET_MS = (IDLE_TIMEOUT_S + 3) * 1000; // a stall ends at idleTimeout; a retry waits ≤ 1 s; a restart is a start
 export const SIDECAR_WARM = 65; // turns after a (re)start before its memory counts as the start's
 // What a user must never see: the client library's wording, JSON-RPC codes, a stack.
 export const LIBRARY = /-32\d{3}|couldn't create connection|Client is not running|Pending response rejected|Code: -\d|\n\s+at /;

@@ -2,7 +2,7 @@
 // values, plus what activate() and vscode-languageclient touch (the language model registry, commands,
 // events, output channels). Members nobody relies on answer with a no-op, so the client can start.
 'use strict';
-const stub = require('../out/tests/ts/vscode-stub.js');
+const stub = require('./from-tests.cjs').vscodeStub();
 
 const noop = new Proxy(function () {}, {
   get: (_target, key) => (key === 'then' || typeof key === 'symbol' ? undefined : noop),
@@ -81,8 +81,8 @@ module.exports = withDefaults({
       registered.providers.set(vendor, provider);
       return { dispose: () => registered.providers.delete(vendor) };
     },
-    // VS Code builds a new array of new objects on every read (measured ~40 µs for 40 tools in
-    // VS Code 1.139; this stand-in costs less, so it flatters any code that reads it often).
+    // VS Code builds a new array of new objects on every read; this stand-in costs less, so it
+    // flatters any code that reads it often (rfcs/0005, "Measured costs").
     get tools() {
       return registered.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, tags: [], source: undefined }));
     },

@@ -20,7 +20,7 @@ export interface Button extends vscode.MessageItem {
 export const MANAGE_KEY: Button = { title: 'Manage API Key', command: COMMANDS.manage };
 export const SHOW_LOGS: Button = { title: 'Show Logs', command: COMMANDS.showLogs };
 export const RESTART_SERVER: Button = { title: 'Restart Server', command: COMMANDS.restartServer };
-/** Opens a file picker for a Python executable (extension/setup.ts chooseInterpreter). */
+/** Opens a file picker for a Python executable (extension/sidecar/setup.ts chooseInterpreter). */
 export const CHOOSE_INTERPRETER: Button = { title: 'Choose Interpreter', command: COMMANDS.chooseInterpreter };
 /** Starts the sidecar again, its setup included (a Python installed, the network back). */
 export const RETRY: Button = { title: 'Retry', command: COMMANDS.restartServer };
@@ -37,7 +37,7 @@ export class GatewayChatError extends Error {
     super(plain(message));
     this.name = 'Vercel AI Gateway';
     // Copilot Chat shows a provider's error as `${message}: ${stack}` whenever the stack is set, so
-    // the message would appear twice, followed by our bundle's frames (rfcs/0003, "Errors").
+    // the message would appear twice, followed by our bundle's frames (rfcs/0003, "`gateway/chat`").
     this.stack = '';
   }
 }
@@ -49,7 +49,7 @@ export function isCancellation(error: unknown): boolean {
 }
 
 /** A JSON-RPC failure from the sidecar → one clear error. Connection failures become `sidecar`;
- * the connection (extension/session.ts) has already told most of them as what happened. */
+ * the connection (extension/sidecar/session.ts) has already told most of them as what happened. */
 export function fromRpcError(error: unknown): GatewayChatError {
   if (error instanceof GatewayChatError) return error;
   const e = error as { message?: string; data?: { kind?: unknown; status?: number | null; budget?: unknown } } | undefined;

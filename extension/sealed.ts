@@ -15,8 +15,8 @@ import { readBounded, writeFileAtomic } from './storage';
 import { PERSIST_LIMIT } from './tokens';
 
 /** Characters of message text kept, the newest first: a long chat's messages (~128K tokens). A save
- * rewrites them all (~4 ms for 512K characters: JSON, AES, the write), every 10 s while messages
- * are counted, so the bound is what one save may cost the extension host's thread. */
+ * rewrites them all, every 10 s while messages are counted, so the bound is what one save may cost
+ * the extension host's thread (rfcs/0005-performance.md, "Measured costs"). */
 export const SEALED_CHARS = 1 << 19;
 /** The file's first line, then the key's id and a newline, then iv | tag | ciphertext. */
 const MAGIC = 'agl-sealed-1\n';
@@ -66,7 +66,7 @@ export class SealedTexts {
     const theirs = await this.read(readWith, false);
     const key = (await this.theKey()) ?? readWith; // the stored key, if reading found another window's
     // Ours are the memo's own strings, whose hash V8 keeps: a lookup by tokenizer, role and text costs
-    // less than one concatenated key per entry (12 ms for 1M characters).
+    // less than one concatenated key per entry (rfcs/0005, "Measured costs").
     const ourTexts = byTokenizerAndRole(ours);
     const merged = [...theirs.filter(([tokenizer, role, text]) => !ourTexts.get(tokenizer)?.get(role)?.has(text)), ...ours];
     let chars = merged.reduce((sum, entry) => sum + entry[2].length, 0);

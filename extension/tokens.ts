@@ -135,7 +135,7 @@ export class TokenCounter {
   }
 
   /** A huge text crosses in slices, one request each: serialising it whole would hold the extension
-   * host for ~0.1 s per 20 MB, and the sidecar's JSON parse as long (rfcs/0005-performance.md). */
+   * host, and the sidecar's JSON parse, for long (rfcs/0005-performance.md, "Huge counts"). */
   private async askInSlices(model: string, key: string, text: string): Promise<number> {
     let total = 0;
     for (const slice of slices(text, SLICE)) {
@@ -289,7 +289,7 @@ export class TokenCounter {
     const entries = Object.entries(value.plain);
     // Tokenizer and text as flat strings of their own: slice() of a saved key gives a string that
     // points into the key, and a Map compares such a text with each text Copilot asks about more
-    // slowly (~0.05 ms a walk's pass over 1,200 tool strings, rfcs/0005). One JSON round trip copies
+    // slowly (rfcs/0005, "The first walk after a restart"). One JSON round trip copies
     // them all.
     const split = JSON.parse(JSON.stringify(entries.map(([entry]) => splitEntry(entry)))) as [string, string][];
     entries.forEach(([entry, count], i) => {

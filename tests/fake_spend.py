@@ -6,7 +6,7 @@ those lookups find.
   values no number can be read from, `credits-hostile-text` a 500 whose message is HOSTILE_TEXT.
 - A `billed*` answer's response id is a fresh `gen_…` id (the `billed-meta` one names it only in
   `providerMetadata.gateway.generationId`, with a `resp_…` response id). Its generation is "not
-  found" (404) until ~300 ms after the answer (`billed`), for the first N lookups
+  found" (404) until 300 ms after the answer (`billed`), for the first N lookups
   (`billed-after:N`), or for ever (`billed-never`); `billed-cost:USD` is found at once and bills
   USD. An unknown id is a 404 too.
 Every lookup is recorded in `Gateway.lookups` and served back at `GET /_lookups`.

@@ -25,8 +25,8 @@ from gateway_lm.messages import PartOut
 from gateway_lm.replay import events_from_recording
 from gateway_lm.sse import SSEFramer, parse_event
 
-# Hypothesis runs each property over many examples: the slowest took 51 s on a busy 2-core machine,
-# too close to the 60 s default (pyproject.toml).
+# Hypothesis runs each property over many examples: the slowest came close to the 60 s default
+# (pyproject.toml) on a busy 2-core machine.
 pytestmark = pytest.mark.timeout(300)
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,4 +1,4 @@
-"""The usage history (gateway_lm/history.py) on a real SQLite file: two windows writing at once lose
+"""The usage history (spend/history.py) on a real SQLite file: two windows writing at once lose
 nothing, retention prunes by UTC day, and a damaged row is skipped rather than served."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 // The sidecar's lifetime and connection: started on first use (after its first-start setup), each
 // start bounded; restarted by vscode-languageclient when it crashes, and afresh by the next request
-// once the client gives up (extension/session.ts); told about settings changes.
+// once the client gives up (extension/sidecar/session.ts); told about settings changes.
 import * as vscode from 'vscode';
 import * as os from 'node:os';
 import * as path from 'node:path';

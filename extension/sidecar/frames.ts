@@ -1,9 +1,8 @@
 // The sidecar's stdout, read as vscode-jsonrpc's StreamMessageReader reads it (headers, a blank line,
 // then Content-Length bytes of UTF-8 JSON), but each message is handed on in the same turn it was
 // read. vscode-jsonrpc's reader passes every message through a semaphore and a promise, and its
-// connection queues it behind a setImmediate: ~0.12 ms between the sidecar's write and a part reaching
-// the chat, most of what the sidecar adds to the first part (rfcs/0005-performance.md). `take` sees
-// each message first and keeps those it handles (the router's `gateway/parts`); the rest go to the
+// connection queues it behind a setImmediate: most of what the sidecar added to the first part
+// (rfcs/0005-performance.md, "The first part waited"). `take` sees each message first and keeps those it handles (the router's `gateway/parts`); the rest go to the
 // connection as before.
 import { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
@@ -148,7 +147,8 @@ export class FrameReader extends AbstractMessageReader {
 }
 
 /** The length of a header block that is only `Content-Length: <digits>`, as the sidecar writes
- * its parts, read from the bytes: string and regex work here ran cold at ~0.05 ms per first part. */
+ * its parts, read from the bytes: string and regex work here ran cold on every
+ * first part (rfcs/0005, "The first part waited"). */
 function plainContentLength(buffer: Buffer, end: number): number | undefined {
   const start = CONTENT_LENGTH.length;
   if (end <= start || end > start + 10 || buffer.compare(CONTENT_LENGTH, 0, start, 0, start) !== 0) return undefined;

@@ -31,7 +31,7 @@ import type { Method, Params, Result } from './rpc';
 
 export interface SessionOptions {
   python: string;
-  /** Before `-m gateway_lm serve`: the isolation flags (extension/setup.ts ISOLATED). */
+  /** Before `-m gateway_lm serve`: the isolation flags (setup.ts ISOLATED). */
   pythonArgs?: readonly string[];
   clientOptions: LanguageClientOptions;
   /** From spawning to the answer to `initialize`, for the first start and each restart. */
@@ -84,7 +84,7 @@ export class SidecarSession {
   private ended: GatewayChatError | undefined;
   // What is waiting on the sidecar, failed at once when the session ends. Not a race with one
   // long-lived "ended" promise: each race would leave a reaction on it for the session's whole life,
-  // ~0.8 KB per request (the soak in rfcs/0005-performance.md found it).
+  // growing with every request (rfcs/0005-performance.md, "The soak", found it).
   private readonly waiting = new Set<(reason: GatewayChatError) => void>();
   private startTimer: NodeJS.Timeout | undefined;
   private stopped: Promise<void> | undefined;

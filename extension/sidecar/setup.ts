@@ -1,5 +1,5 @@
 // The sidecar's Python, on every start. A platform VSIX carries its own (`runtime/`, with the sidecar
-// and its locked packages installed by scripts/package-platform.mjs): used as it is, nothing to set
+// and its locked packages installed by scripts/package.mjs --target): used as it is, nothing to set
 // up, no search, no network. Otherwise (the untargeted VSIX, or `pythonPath` set: "use my own
 // Python"): find Python ≥ 3.10, create a private environment in global storage and install the
 // locked, hash-checked binary wheels and the sidecar wheel the VSIX ships. The environment is reused

@@ -77,7 +77,7 @@ class ChatService:
         keeps_accounts: bool = True,
     ) -> None:
         self.settings = Settings()
-        self._client: GatewayClient | None = None  # built by the first apply(): TLS setup costs ~50 ms
+        self._client: GatewayClient | None = None  # built by the first apply(): TLS setup (rfcs/0005, "Measured costs")
         self.models: dict[str, ModelInfo] = {}
         self.accounting = Accounting()
         self.budget = BudgetFactors()  # the factor each advertised window was computed with

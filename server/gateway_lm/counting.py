@@ -1,8 +1,8 @@
 """`gateway/countTokens` without stalling the sidecar (rfcs/0005-performance.md).
 
-- The tokenizer (~0.35 s, much of it holding the GIL) loads when the first count needs it, or once
-  the sidecar has been idle for a moment after start: never under a chat that is streaming, which
-  would wait for the GIL behind it.
+- The tokenizer (its load holds the GIL: rfcs/0005, "The tokenizer under") loads when the first
+  count needs it, or once the sidecar has been idle for a moment after start: never under a chat
+  that is streaming, which would wait for the GIL behind it.
 - A background batch (the extension's prefetch of tool strings) waits for the tokenizer to load
   as above, and never loads it itself: a prefetch sent at start does not move the load under a chat.
   Any other count still loads it at once.

@@ -56,7 +56,8 @@ def _proxy(url: str, authorization: str | None) -> httpx.Proxy:
 def ssl_context(settings: Settings) -> ssl.SSLContext:
     """With `http.systemCertificates`, the OS's store as OpenSSL finds it (ssl.create_default_context),
     or certifi's roots (what httpx trusts by default) where that store is empty; without it, certifi's
-    alone. Not both: parsing a second full root store costs ~45 ms of every sidecar start. Then the
+    alone. Not both: parsing a second full root store slows every sidecar start (rfcs/0005, "Measured
+    costs"). Then the
     user's CA bundle; an unreadable bundle is reported and skipped, never fatal."""
     if settings.systemCertificates:
         context = ssl.create_default_context()

@@ -3,8 +3,8 @@
 `EventSource.aiter_sse()` hands every line through four nested async generators; at thousands of
 events per second that overhead dominates the stream (rfcs/0005-performance.md). httpx-sse's line
 decoder (the spec's CR / LF / CRLF splitting) is fed per chunk in a plain loop. Its event decoder is
-not used: it cost ~0.7 µs a line plus a `ServerSentEvent` per event — 15 ms of the sidecar's CPU
-for a 5,004-event stream in 64 KiB chunks, now 5 — to assemble fields of which only `data` and
+not used: it cost a `ServerSentEvent` per event and two thirds of the sidecar's CPU on a stream
+(rfcs/0005-performance.md, "An object per SSE line") to assemble fields of which only `data` and
 `event` are read (`id` and `retry` mean nothing to a one-shot POST stream). `_decode` assembles those two as the spec
 says, into `(event, data)` pairs; tests/test_sse.py checks it against httpx-sse's own event decoder on
 generated streams cut at random.

@@ -80,9 +80,9 @@ def shipped_ranks(name: str) -> dict[bytes, int]:
 
 PIECE = 1 << 18  # characters per encode call: bounds memory and how long one call holds a thread
 # A span with no point where a token cannot span (`pieces`) is one pre-token run for BPE, whose cost
-# grows faster than its length: 8M random letters took 14 s and +317 MB, 50 MB 53 s and 2.7 GB
-# (RFC 0005, "Huge counts on the event loop"). Past MAX_UNCUT characters such a span is counted in
-# RUN_PIECE pieces cut anywhere: an estimate, a few tokens per cut above the exact count (RFC 0004).
+# grows faster than its length (RFC 0005, "Huge counts on the event loop"). Past MAX_UNCUT
+# characters such a span is counted in RUN_PIECE pieces cut anywhere: an estimate, a few tokens per
+# cut above the exact count (RFC 0004).
 MAX_UNCUT = 1 << 18
 RUN_PIECE = 1 << 14
 

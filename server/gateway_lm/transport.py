@@ -1,8 +1,8 @@
 """The gateway's HTTP transport: httpx's API over aiohttp's connections (rfcs/0005-performance.md).
 
 A gateway flushes one SSE event per HTTP chunk. httpx's own transport parses a chunked body with h11
-and hands every chunk up through five async generators: ~16 µs per event, three quarters of the
-sidecar's CPU on a fast stream (5,004 events: 79 ms of CPU, against 27 ms with aiohttp). aiohttp
+and hands every chunk up through five async generators: three quarters of the sidecar's CPU on a
+fast stream (rfcs/0005-performance.md, "h11 per chunk"). aiohttp
 parses HTTP in C and hands over everything that arrived in one read. httpx stays the API the client
 is written against — requests, timeouts, errors, decoding of the body, proxies from the environment
 (requests through a proxy go through httpx's own transport, never here); this only moves bytes.

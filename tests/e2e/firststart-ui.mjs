@@ -12,6 +12,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
+import { CHAT_SETTINGS, workbench } from './workbench.mjs';
 
 const mode = process.argv[2];
 if (!['offline', 'old-python'].includes(mode)) throw new Error('usage: node tests/e2e/firststart-ui.mjs offline|old-python');
@@ -39,12 +40,7 @@ if (mode === 'old-python') {
 }
 
 const name = `firststart-${mode}`;
-// The chat settings of tests/e2e/ui.mjs: one provider request per chat, our models usable signed out.
-const { cache, dirs, gateway, port, env } = await host.prepareRun(name, {
-  'workbench.colorTheme': 'Default Dark Modern',
-  'chat.byokUtilityModelDefault': 'none',
-  'chat.agentHost.allowSignedOutWhenUsable': true,
-});
+const { cache, dirs, gateway, port, env } = await host.prepareRun(name, CHAT_SETTINGS);
 // This machine's pip reads a local mirror from /etc/pip.conf; a user's offline machine has none.
 // (Online, that file also holds the CA of this network's TLS-inspecting proxy, which pip needs.)
 if (mode === 'offline') env.PIP_CONFIG_FILE = '/dev/null';
@@ -56,80 +52,9 @@ const shot = async (what) => {
   await page.screenshot({ path: file });
   console.log(`firststart: ${what} → ${file}`);
 };
-async function runCommand(title) {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor();
-    await input.fill(`>${title}`);
-    const row = page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first();
-    if (
-      await row.waitFor({ timeout: 5_000 }).then(
-        () => true,
-        () => false,
-      )
-    )
-      return page.keyboard.press('Enter');
-    await page.keyboard.press('Escape');
-    if (Date.now() > deadline) throw new Error(`the command '${title}' never appeared`);
-  }
-}
-const notifications = (text) => page.locator('.notifications-toasts .notification-toast, .notifications-center .notification-list-item', { hasText: text });
-/** A notification with `text`, as a toast or (once the toast timed out) in the Notification Center. */
-async function findNotification(text, timeout) {
-  const found = notifications(text).first();
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    if (
-      await found.waitFor({ timeout: 5_000 }).then(
-        () => true,
-        () => false,
-      )
-    )
-      return found;
-    await runCommand('Notifications: Show Notifications');
-    if (
-      await found.waitFor({ timeout: 5_000 }).then(
-        () => true,
-        () => false,
-      )
-    )
-      return found;
-    if (Date.now() > deadline) throw new Error(`no notification saying '${text}'`);
-  }
-}
-const chatInput = () => page.locator('.part.auxiliarybar .interactive-input-editor').first();
-/** Every request the fake gateway received, in order (its /_requests log). */
-const gatewayRequests = async () => (await fetch(`${gateway}/_requests`, { signal: AbortSignal.timeout(10_000) })).json();
-/** Picks `name` in the chat's model picker (its widget sometimes renders before its items: again). */
-async function pickModel(name) {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    await page.locator('.part.auxiliarybar a.model-picker-name').first().click();
-    const widget = page.locator('.action-widget').filter({ visible: true }).first();
-    if (
-      !(await widget.waitFor({ timeout: 5_000 }).then(
-        () => true,
-        () => false,
-      ))
-    )
-      continue; // the click was lost
-    await page.waitForTimeout(300);
-    const more = widget.getByText('Other Models', { exact: true });
-    if (await more.isVisible()) {
-      await more.click();
-      await page.waitForTimeout(300);
-    }
-    const item = widget.getByText(name, { exact: true }).first();
-    if (await item.isVisible()) {
-      await item.click();
-      return page.locator(`.part.auxiliarybar a.model-picker-name[aria-label$=", ${name}"]`).first().waitFor({ timeout: 10_000 });
-    }
-    await page.keyboard.press('Escape');
-    await page.waitForTimeout(500);
-  }
-  throw new Error(`'${name}' is not in the model picker`);
-}
+const { runCommand, findNotification, hideNotificationCenter, chatInput, pickModel } = workbench(() => page);
+/** Every request the fake gateway received, in order. */
+const gatewayRequests = () => host.gatewayRequests(gateway);
 try {
   host.installVsix(cache, dirs, env, host.VSIX);
   await host.startCodeServer(cache, dirs, env, port);
@@ -182,7 +107,7 @@ try {
       else await page.locator('.modal-editor-header .codicon-close').first().click();
       await dialog.waitFor({ state: 'hidden', timeout: 2_000 }).catch(() => undefined);
     }
-    if (await page.locator('.notifications-center').isVisible()) await runCommand('Notifications: Hide Notifications');
+    await hideNotificationCenter();
     if (!(await chatInput().isVisible())) await runCommand('Chat: Open Chat');
     await chatInput().waitFor({ timeout: 30_000 });
     await pickModel('Fake Text');

@@ -1,5 +1,6 @@
 // Starts and stops the pieces of an end-to-end run: the fake gateway, code-server with the VSIX
-// installed, and headless Chromium. Everything is torn down whatever happens.
+// installed, and headless Chromium. Everything is torn down whatever happens. The bench's soak in the
+// real host uses it too (bench/from-tests.cjs): no node:test or assert here.
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -145,6 +146,11 @@ export async function launchBrowser() {
 }
 
 /** The logs a reader needs when a run fails: extension host, sidecar (our output channel), gateway. */
+/** Every request the fake gateway at `gatewayUrl` received, in order (its /_requests log). */
+export async function gatewayRequests(gatewayUrl) {
+  return (await fetch(`${gatewayUrl}/_requests`, { signal: AbortSignal.timeout(10_000) })).json();
+}
+
 export async function printDiagnostics(dirs, gatewayUrl) {
   const files = [];
   const walk = (dir) => fs.existsSync(dir) && fs.readdirSync(dir, { withFileTypes: true }).forEach((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : files.push(path.join(dir, e.name))));

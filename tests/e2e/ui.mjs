@@ -5,14 +5,13 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
+import { CHAT_SETTINGS, workbench } from './workbench.mjs';
 
 process.env.FAKE_GATEWAY_OVERFLOW_AGENT = '1'; // lists issue 36's model (tests/fake_agent.py) for 'overflow-turn'
 const { cache, dirs, gateway, port, env } = await host.prepareRun(
   'ui',
   {
-    'chat.byokUtilityModelDefault': 'none',
-    'chat.agentHost.allowSignedOutWhenUsable': true,
-    'workbench.colorTheme': 'Default Dark Modern',
+    ...CHAT_SETTINGS,
     'vercelAiGateway.spend.maxRequestCost': 0.25, // only Fake Pricey's requests pass it (spend-guard)
   },
   { keyInEnvironment: false },
@@ -45,6 +44,8 @@ let page;
 const ONLY = process.env.AI_GATEWAY_LM_UI_STEPS?.split(',');
 if (ONLY) console.log(`ui: on the ${host.HOST} host, only these steps: ${ONLY.join(', ')}`);
 
+const { runCommand, findNotification, hideNotificationCenter, chatInput, openPicker, pickModel } = workbench(() => page);
+
 let current = ''; // the step running now, named when it fails
 /** One step: `fn` within `limit` ms (a step past it fails, named), then its screenshot. */
 async function step(name, fn, limit = 180_000) {
@@ -66,29 +67,6 @@ async function step(name, fn, limit = 180_000) {
   console.log(`ui: ok - ${name} (${Date.now() - started} ms) → ${lastShot}`);
 }
 
-async function runCommand(title) {
-  // Commands appear as their extensions activate: retry until this one is offered.
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor();
-    await input.fill(`>${title}`);
-    const row = page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first();
-    if (
-      await row.waitFor({ timeout: 5_000 }).then(
-        () => true,
-        () => false,
-      )
-    ) {
-      await page.keyboard.press('Enter');
-      return;
-    }
-    await page.keyboard.press('Escape');
-    if (Date.now() > deadline) throw new Error(`the command '${title}' never appeared`);
-  }
-}
-
 /** Add Models → `provider` in the Language Models editor, until the provider's key box opens.
  * A click that lands while the editor re-renders is dropped by the workbench; click again. */
 async function addProvider(editor, provider, keyBoxTitle) {
@@ -105,48 +83,10 @@ async function addProvider(editor, provider, keyBoxTitle) {
   return keyBox;
 }
 
-const chatInput = () => page.locator('.part.auxiliarybar .interactive-input-editor').first();
 const responses = () => page.locator('.interactive-item-container.interactive-response');
 
-/** Opens the model picker until `name` is listed (the widget sometimes renders before its items). */
-async function openPicker(name) {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    await page.locator('.part.auxiliarybar a.model-picker-name').first().click(); // 1.133 has no .model-picker-item
-    const widget = page.locator('.action-widget').filter({ visible: true }).first();
-    if (
-      !(await widget.waitFor({ timeout: 5_000 }).then(
-        () => true,
-        () => false,
-      ))
-    )
-      continue; // the click was lost
-    // 1.133 covers a new action widget with a pointer block until the mouse moves over it.
-    const box = await widget.boundingBox();
-    if (box) await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-    await page.waitForTimeout(300);
-    const more = widget.getByText('Other Models', { exact: true });
-    if (await more.isVisible()) {
-      await more.click();
-      await page.waitForTimeout(300);
-    }
-    if (await widget.getByText(name, { exact: true }).first().isVisible()) return widget;
-    await page.keyboard.press('Escape');
-    await page.waitForTimeout(500);
-  }
-  throw new Error(`'${name}' is not in the model picker`);
-}
-
-async function pickModel(name) {
-  const widget = await openPicker(name);
-  await widget.getByText(name, { exact: true }).first().click();
-  // By its label: beside a model's Thinking Effort menu the name may shrink to an icon.
-  await page.locator(`.part.auxiliarybar a.model-picker-name[aria-label$=", ${name}"]`).first().waitFor();
-}
-
-/** Every request the fake gateway received, in order (its /_requests log). */
-async function gatewayRequests() {
-  return (await fetch(`${gateway}/_requests`)).json();
-}
+/** Every request the fake gateway received, in order. */
+const gatewayRequests = () => host.gatewayRequests(gateway);
 
 /** The gateway's request log from entry `from` on. */
 async function requestsSince(from) {
@@ -163,26 +103,6 @@ async function waitForRequest(from, model, text, what) {
     if (Date.now() > deadline) throw new Error(`no ${what} reached the gateway for ${model}; requests since: ${log.map((e) => e.body?.model).join(', ')}`);
     await page.waitForTimeout(500);
   }
-}
-
-/** A notification, as a toast or (once the toast timed out) in the Notification Center. */
-async function findNotification(text) {
-  const notification = page.locator('.notifications-toasts .notification-toast, .notifications-center .notification-list-item', { hasText: text }).first();
-  if (
-    await notification.waitFor({ timeout: 15_000 }).then(
-      () => true,
-      () => false,
-    )
-  )
-    return notification;
-  await runCommand('Notifications: Show Notifications');
-  await notification.waitFor({ timeout: 10_000 });
-  return notification;
-}
-
-/** Closes the Notification Center if findNotification opened it (it would cover the chat input). */
-async function hideNotificationCenter() {
-  if (await page.locator('.notifications-center').isVisible()) await runCommand('Notifications: Hide Notifications');
 }
 
 /** The user's settings.json as VS Code last wrote it. VS Code rewrites the file in place, so a read can
@@ -568,7 +488,8 @@ try {
     }
     const closedAfter = entry.client_closed_at - clickedAt;
     console.log(`ui: the gateway saw the stream closed ${Math.round(closedAfter * 1000)} ms after Stop was clicked`);
-    // The fake notices on its next write (20 ms apart) after the RST: up to ~40 ms of the figure is its own.
+    // The fake notices on its next write (20 ms apart) after the RST: up to two such gaps of the
+    // figure are its own.
     assert.ok(closedAfter < 0.25, `upstream closed ${closedAfter.toFixed(3)} s after Stop`);
     await page.waitForTimeout(500);
     const kept = await answer.innerText();
@@ -813,7 +734,12 @@ try {
   // link in the id) from here on; the hover shows their text, and no link.
   await step('hover-markup', async () => {
     const catalogue = (markup) =>
-      fetch(`${gateway}/_catalogue`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ markup }) });
+      fetch(`${gateway}/_catalogue`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ markup }),
+        signal: AbortSignal.timeout(10_000),
+      });
     await catalogue(true);
     try {
       await page.keyboard.press('Escape');

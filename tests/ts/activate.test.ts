@@ -12,6 +12,7 @@ import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { bundleGateway } from './real';
+import { until } from './until';
 import { activate, deactivate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import type { GatewayChatProvider } from '../../extension/provider';
@@ -59,15 +60,15 @@ const warnings = (window: Window, file: string) => window.log.lines.filter((line
 /** The counts file once it holds `key` (saves run in the background when a window closes). */
 async function savedCounts(dir: string, key: string): Promise<Record<string, number>> {
   const file = path.join(dir, 'token-counts.json');
-  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+  const read = () => {
     const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-    const saved = text.startsWith('{') && text.endsWith('}') ? (JSON.parse(text) as { hashed?: Record<string, number> }) : undefined;
-    if (saved?.hashed && key in saved.hashed) {
-      assert.equal(checkCounts(saved).dropped, 0, 'the file holds only valid entries');
-      return saved.hashed;
-    }
-  }
-  return assert.fail(`token-counts.json never held ${key}`);
+    return text.startsWith('{') && text.endsWith('}') ? (JSON.parse(text) as { hashed?: Record<string, number> }) : undefined;
+  };
+  await until(() => key in (read()?.hashed ?? {}), `token-counts.json holds ${key}`, 5000);
+  const saved = read();
+  assert.ok(saved?.hashed);
+  assert.equal(checkCounts(saved).dropped, 0, 'the file holds only valid entries');
+  return saved.hashed;
 }
 
 const FAKE_MODELS = ['fake/agent-loop', 'fake/plain', 'fake/pricey', 'fake/reasoning', 'fake/text', 'fake/tools'];
@@ -225,10 +226,8 @@ test('after a restart the messages come back from the sealed file, found by thei
   await new SealedTexts(file, secrets, () => undefined).save(saved.map(([key, role, text]) => [key, role, text, 777]));
   const second = await openWindow(dir, secrets);
   try {
-    let answered = await countMessage(second);
-    for (const deadline = Date.now() + 5000; answered !== 777 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
-      answered = await countMessage(second);
-    }
+    let answered = 0;
+    await until(async () => (answered = await countMessage(second)) === 777, 'the sealed file is read', 5000);
     assert.equal(answered, 777, 'found in the sealed file (the hashed count is the exact one)');
     assert.deepEqual(
       second.log.lines.filter((line) => line.includes('message-counts.json') || line.includes('secret storage')),
@@ -303,20 +302,14 @@ test('activation reads no tools; their strings are counted once the list is serv
   Object.defineProperty(stub.lm, 'tools', { get: () => (reads++, tools.map((t) => ({ ...t }))), configurable: true });
   const window = await openWindow(storageWith('[]', '{}'));
   const known = (text: string) => window.provider.tokens.known('fake/text', text) !== undefined;
-  const until = async (what: string, done: () => boolean, deadline: number) => {
-    while (!done()) {
-      if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  };
   try {
     assert.equal(reads, 0, 'activation reads no tools');
     assert.deepEqual(await modelIds(window), FAKE_MODELS);
     const recheck = Date.now() + PREFETCH_DELAY_MS + RECHECK_MS[0];
-    await until('the tool strings are known', () => known('read_file') && known('The read_file tool'), recheck);
+    await until(() => known('read_file') && known('The read_file tool'), 'the tool strings are known', recheck - Date.now());
     tools.push(tool('write_file'));
     stub.extensionsChanged.fire();
-    await until('the new tool is known, before the first recheck', () => known('The write_file tool'), recheck - 500);
+    await until(() => known('The write_file tool'), 'the new tool is known, before the first recheck', recheck - 500 - Date.now());
   } finally {
     window.close();
     Object.defineProperty(stub.lm, 'tools', { value: [], writable: true, configurable: true });

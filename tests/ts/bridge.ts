@@ -10,7 +10,7 @@
 //   summary texts and its encrypted content, never its metadata.
 // - `BridgeSession`: an agent session as the SDK runs it (tool loop per user turn, canned tool results);
 //   `EditorPathSession`: the same session as Copilot Chat's editor path (0.67) sends it.
-// No node:test or assert here: the benchmark uses these too.
+// No node:test or assert here: the bench imports these too (bench/from-tests.cjs).
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 

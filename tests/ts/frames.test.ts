@@ -1,4 +1,4 @@
-// The extension's reader of the sidecar's stdout (extension/frames.ts): LSP framing however the
+// The extension's reader of the sidecar's stdout (extension/sidecar/frames.ts): LSP framing however the
 // pipe cuts it, parts handed over in the same turn they are read, and output that is not framing
 // told once, without stopping the messages after it.
 import assert from 'node:assert/strict';

@@ -174,7 +174,7 @@ test('upgrade: a window of the release before groups keeps its key (now a group)
   });
   try {
     window = await openWindow(dir, secrets);
-    for (const deadline = Date.now() + 5000; !groups.size && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    await until(() => groups.size > 0, 'the key is moved to a group', 5000);
     assert.deepEqual([...groups], [['Vercel AI Gateway', { apiKey: MINE }]]);
     assert.equal(secrets.values.has(SECRET), false, 'our copy of the key is gone');
     assert.deepEqual(await window.list(), [], 'the key is listed once, as its group');
@@ -223,7 +223,7 @@ test('upgrade: the Thinking Effort choices VS Code kept in a keyless group go in
   let window: Window | undefined;
   try {
     window = await openWindow(dir, secrets);
-    for (const deadline = Date.now() + 5000; groups.size < 2 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    await until(() => groups.size >= 2, 'the key is moved to a second group', 5000);
     assert.deepEqual(
       groups.get('Vercel AI Gateway 2'),
       { apiKey: MINE, settings: { 'fake/reasoning': { reasoningEffort: 'high' } } },
@@ -308,7 +308,7 @@ test('upgrade: a chatLanguageModels.json that is not what VS Code writes carries
   let window: Window | undefined;
   try {
     window = await openWindow(dir, secrets);
-    for (const deadline = Date.now() + 5000; groups.size < 2 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    await until(() => groups.size >= 2, 'the key is moved to a second group', 5000);
     assert.deepEqual(groups.get('Vercel AI Gateway 2'), { apiKey: MINE }, 'the key moved all the same');
     assert.ok(window.log.lines.some((line) => line.includes("'Vercel AI Gateway' was there already") && line.includes('pick them again')));
   } finally {

@@ -13,6 +13,7 @@ import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { PYTHON, ROOT, startGateway } from './real';
+import { until } from './until';
 import { activate } from '../../extension/extension';
 import { forgetShown } from '../../extension/errors';
 import type { GatewayChatProvider } from '../../extension/provider';
@@ -362,11 +363,10 @@ function goodPython(name: string): string {
 const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
 
 async function modelsWithin(provider: GatewayChatProvider, ms: number): Promise<string[]> {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
-    const models = await provider.provideLanguageModelChatInformation({ silent: true }, token());
-    if (models.length) return models.map((m) => m.id);
-  }
-  return [];
+  let models: string[] = [];
+  const listed = async () => (models = (await provider.provideLanguageModelChatInformation({ silent: true }, token())).map((m) => m.id)).length > 0;
+  await until(listed, 'the model list is served', ms, 100);
+  return models;
 }
 
 test('Choose Interpreter opens a file picker; a bad pick is refused, a good one recovers without a reload', async () => {

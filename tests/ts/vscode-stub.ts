@@ -1,5 +1,6 @@
 // A stand-in for the `vscode` module with real classes and VS Code's exact enum values: the code
-// under test uses `instanceof`, so plain objects would not do.
+// under test uses `instanceof`, so plain objects would not do. The bench builds its `vscode` module
+// on it too (bench/from-tests.cjs): no node:test or assert here.
 import { CancellationTokenSource as JsonRpcTokenSource } from 'vscode-jsonrpc/node';
 
 export class LanguageModelTextPart {

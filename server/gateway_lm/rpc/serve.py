@@ -61,7 +61,8 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
 async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: BinaryIO) -> None:
     """Our message loop (stdio.py) on an asyncio pipe reader, and a non-blocking writer (outbox.py)."""
     loop = asyncio.get_running_loop()
-    anyio.current_time()  # loads anyio's asyncio backend (~25 ms) now, not under the first chat's deadline
+    # anyio's asyncio backend loads now, not under the first chat's deadline (rfcs/0005, "Measured costs").
+    anyio.current_time()
     reader = asyncio.StreamReader(limit=1 << 20)  # stdin pauses past 2 MiB unread: memory stays bounded under load
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     stop = stop_event(server)

@@ -21,7 +21,7 @@ from ..usage import MAX_PROVIDER, MAX_TOKEN_COUNT, MAX_USD
 log = logging.getLogger(__name__)
 
 # Seconds before each lookup: the gateway records a generation "shortly after" it completes; the
-# first try comes after most have landed, the last ~6 s after the answer. A 404 in between is "not
+# first try comes after most have landed, the last 6 s after the answer. A 404 in between is "not
 # yet". An id that is not the gateway's (`gen_…`) is tried once: it may be no generation at all.
 LOOKUP_DELAYS = (0.4, 0.8, 1.6, 3.2)
 QUIET_STATUSES = frozenset({401, 403, 404})  # a key that may not read credits: nothing to show

@@ -1,0 +1,93 @@
+// The workbench driven as a user drives it, through Playwright: the steps the UI tests share
+// (tests/e2e/ui.mjs, tests/e2e/firststart-ui.mjs), written once. Each works around a way the real
+// workbench drops or delays input, which is why it retries; a fix to one belongs to every test.
+// Only the e2e UI tests import it.
+
+/** The settings every UI test starts from: one provider request per chat, our models usable
+ * signed out, and the theme of the screenshots. */
+export const CHAT_SETTINGS = {
+  'workbench.colorTheme': 'Default Dark Modern',
+  'chat.byokUtilityModelDefault': 'none',
+  'chat.agentHost.allowSignedOutWhenUsable': true,
+};
+
+/** Whether `locator` shows within `ms`. */
+export function shows(locator, ms) {
+  return locator.waitFor({ timeout: ms }).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The shared steps on the page `currentPage()` returns (a test opens its page after it starts). */
+export function workbench(currentPage) {
+  /** Runs a command from the Command Palette. Commands appear as their extensions activate: retried
+   * until this one is offered. */
+  async function runCommand(title) {
+    const page = currentPage();
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor();
+      await input.fill(`>${title}`);
+      if (await shows(page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first(), 5_000)) {
+        await page.keyboard.press('Enter');
+        return;
+      }
+      await page.keyboard.press('Escape');
+      if (Date.now() > deadline) throw new Error(`the command '${title}' never appeared`);
+    }
+  }
+
+  /** A notification saying `text`, as a toast or (once the toast timed out) in the Notification
+   * Center, within `ms`. */
+  async function findNotification(text, ms = 25_000) {
+    const page = currentPage();
+    const notification = page.locator('.notifications-toasts .notification-toast, .notifications-center .notification-list-item', { hasText: text }).first();
+    if (await shows(notification, Math.max(ms - 10_000, 5_000))) return notification;
+    await runCommand('Notifications: Show Notifications');
+    if (await shows(notification, 10_000)) return notification;
+    throw new Error(`no notification saying '${text}'`);
+  }
+
+  /** Closes the Notification Center if findNotification opened it (it would cover the chat input). */
+  async function hideNotificationCenter() {
+    if (await currentPage().locator('.notifications-center').isVisible()) await runCommand('Notifications: Hide Notifications');
+  }
+
+  const chatInput = () => currentPage().locator('.part.auxiliarybar .interactive-input-editor').first();
+
+  /** Opens the model picker until `name` is listed (the widget sometimes renders before its items). */
+  async function openPicker(name) {
+    const page = currentPage();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await page.locator('.part.auxiliarybar a.model-picker-name').first().click(); // 1.133 has no .model-picker-item
+      const widget = page.locator('.action-widget').filter({ visible: true }).first();
+      if (!(await shows(widget, 5_000))) continue; // the click was lost
+      // 1.133 covers a new action widget with a pointer block until the mouse moves over it.
+      const box = await widget.boundingBox();
+      if (box) await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      await page.waitForTimeout(300);
+      const more = widget.getByText('Other Models', { exact: true });
+      if (await more.isVisible()) {
+        await more.click();
+        await page.waitForTimeout(300);
+      }
+      if (await widget.getByText(name, { exact: true }).first().isVisible()) return widget;
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(500);
+    }
+    throw new Error(`'${name}' is not in the model picker`);
+  }
+
+  /** Picks `name` in the chat's model picker. */
+  async function pickModel(name) {
+    const widget = await openPicker(name);
+    await widget.getByText(name, { exact: true }).first().click();
+    // By its label: beside a model's Thinking Effort menu the name may shrink to an icon.
+    await currentPage().locator(`.part.auxiliarybar a.model-picker-name[aria-label$=", ${name}"]`).first().waitFor();
+  }
+
+  return { runCommand, findNotification, hideNotificationCenter, chatInput, openPicker, pickModel };
+}
