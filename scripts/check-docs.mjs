@@ -19,7 +19,7 @@ const FOLDERS = /^(extension|server|tests|rfcs|scripts|bench|docs|\.ci)\//;
 const NOT_TRACKED = new Set([
   'models.json', // global storage: the last model list
   'token-counts.json', // global storage: token counts
-  'message-counts.json', // global storage: the newest messages' counts, sealed (extension/sealed.ts)
+  'message-counts.json', // global storage: the newest messages' counts, sealed (extension/counts/sealed.ts)
   'accounting.json', // global storage: calibration and learned limits
   'usage.sqlite3', // global storage: the usage history
   'settings.json', // a user's or workspace's VS Code settings

@@ -15,9 +15,9 @@ import { bundleGateway } from './real';
 import { activate, deactivate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import type { GatewayChatProvider } from '../../extension/provider';
-import { checkCounts } from '../../extension/saved';
-import { SealedTexts } from '../../extension/sealed';
-import { PREFETCH_DELAY_MS, RECHECK_MS } from '../../extension/prefetch';
+import { SealedTexts } from '../../extension/counts/sealed';
+import { checkCounts } from '../../extension/counts/shapes';
+import { PREFETCH_DELAY_MS, RECHECK_MS } from '../../extension/counts/prefetch';
 
 const MODEL = 'openai/gpt-5';
 const gateway = bundleGateway({ defaultKey: true });

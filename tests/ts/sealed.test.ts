@@ -9,9 +9,8 @@ import * as path from 'node:path';
 import { after, test } from 'node:test';
 import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from '../../extension/config';
-import type { MessageText } from '../../extension/saved';
-import { MAX_FILE, SEALED_CHARS, SealedTexts, sealedFile } from '../../extension/sealed';
-import { PERSIST_LIMIT } from '../../extension/tokens';
+import { MAX_FILE, SEALED_CHARS, SealedTexts, sealedFile } from '../../extension/counts/sealed';
+import { PERSIST_LIMIT, type MessageText } from '../../extension/counts/shapes';
 import * as stub from './vscode-stub';
 
 const folders: string[] = [];

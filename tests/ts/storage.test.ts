@@ -7,9 +7,10 @@ import * as path from 'node:path';
 import { after, test } from 'node:test';
 import type { EffortProperty, ModelEntry } from '../../extension/contract';
 import type { Rpc } from '../../extension/sidecar/rpc';
-import { checkCounts, checkModels, mergeCounts } from '../../extension/saved';
+import { checkModels } from '../../extension/saved';
+import { checkCounts, mergeCounts } from '../../extension/counts/shapes';
 import { readJson, writeJsonAtomic } from '../../extension/storage';
-import { TokenCounter } from '../../extension/tokens';
+import { TokenCounter } from '../../extension/counts/memo';
 
 const HASH = 'qUqP5cyxm6YcTAhz05Hph5gvu9M='; // the shape of a SHA-1 in base64
 const MODEL: ModelEntry = {

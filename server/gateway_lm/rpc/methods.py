@@ -26,7 +26,7 @@ from ..pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from ..pygls_hooks import WireProtocol
 from ..settings import Settings, describe_problems, secrets_of, updated_settings
 from ..spend.ledger import Approval, Ledger
-from ..tokens import count_request
+from ..tokenizer import count_request
 from .outbox import Outbox
 from .params import (
     ChatParams,

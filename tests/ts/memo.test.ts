@@ -6,7 +6,8 @@ import type * as vscode from 'vscode';
 import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/sidecar/rpc';
 import * as stub from './vscode-stub';
-import { MEMO_CHARS, TokenCounter, ToolInfo, toolStrings } from '../../extension/tokens';
+import { MEMO_CHARS, TokenCounter } from '../../extension/counts/memo';
+import { ToolInfo, toolStrings } from '../../extension/counts/prefetch';
 import { serializeMessage } from '../../extension/wire';
 import type { MessageIn } from '../../extension/contract';
 

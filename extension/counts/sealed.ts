@@ -8,11 +8,10 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type * as vscode from 'vscode';
-import { SECRET_COUNTS_KEY } from './config';
-import { bounded } from './bounded';
-import { checkMessageTexts, type MessageText } from './saved';
-import { readBounded, writeFileAtomic } from './storage';
-import { PERSIST_LIMIT } from './tokens';
+import { bounded } from '../bounded';
+import { SECRET_COUNTS_KEY } from '../config';
+import { readBounded, writeFileAtomic } from '../storage';
+import { checkMessageTexts, PERSIST_LIMIT, type MessageText } from './shapes';
 
 /** Characters of message text kept, the newest first: a long chat's messages (~128K tokens). A save
  * rewrites them all (~4 ms for 512K characters: JSON, AES, the write), every 10 s while messages

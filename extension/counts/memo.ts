@@ -4,9 +4,9 @@
 // counts, unscaled: Copilot measures the messages with its own o200k tokenizer, and the model's window
 // is advertised in the same unit (rfcs/0004-token-accounting.md, "One budget unit").
 import * as crypto from 'node:crypto';
-import type { Rpc } from './sidecar/rpc';
-import { checkCounts, MAX_COUNT, type MessageText, type SavedCounts } from './saved';
-import type { MessageIn } from './contract';
+import type { MessageIn } from '../contract';
+import type { Rpc } from '../sidecar/rpc';
+import { checkCounts, MAX_COUNT, PERSIST_LIMIT, type MessageText, type SavedCounts } from './shapes';
 
 interface Pending {
   model: string;
@@ -26,8 +26,7 @@ interface Flight {
 }
 
 const SLICE = 1 << 20; // characters per request for a huge text
-export const PERSIST_LIMIT = 1 << 16; // longer texts are remembered in memory only
-/** Characters of the texts the memory holds, in all (as the sidecar's memo, tokens.py MEMO_CHARS):
+/** Characters of the texts the memory holds, in all (as the sidecar's memo, tokenizer.py MEMO_CHARS):
  * an agent session's tool results would otherwise stay for good, 100,000 of them at 4 KB each. */
 export const MEMO_CHARS = 8 << 20;
 /** A message that is not one text part (a tool call, a tool result) is remembered under its JSON;
@@ -282,7 +281,7 @@ export class TokenCounter {
     for (const [key, role, text, count] of texts) this.hold(this.soleTexts(key, role), text, count);
   }
 
-  /** Loads what snapshot() saved, checked entry by entry (see saved.ts); returns how many entries
+  /** Loads what snapshot() saved, checked entry by entry (see shapes.ts); returns how many entries
    * were dropped. Dropped entries make the next snapshot rewrite the file without them. */
   restore(saved: unknown): number {
     const { value, dropped } = checkCounts(saved);
@@ -423,7 +422,7 @@ function checkedCounts(counts: unknown, expected: number): number[] {
 
 /** A long text cut where no o200k or cl100k token can span the cut, so the slices' counts add up
  * exactly: before a space that follows a non-space, or after a newline that precedes a non-space other
- * than "/". The sidecar cuts by the same rule (`pieces` in tokens.py, whose tests check the sums).
+ * than "/". The sidecar cuts by the same rule (`pieces` in tokenizer.py, whose tests check the sums).
  * Anything either language calls a space counts as one here, which only ever removes cut points. */
 export function slices(text: string, size: number): string[] {
   const out: string[] = [];
@@ -485,68 +484,4 @@ function groupByModel(batch: Pending[]): Map<string, Pending[]> {
     else groups.set(p.model, [p]);
   }
   return groups;
-}
-
-/** The strings Copilot asks counts for when it budgets tools, in the order it asks: every key and
- * truthy string value of `{name, description, parameters}`, walked recursively (array indices are
- * keys too; an empty key is never asked), as Copilot Chat's ExtensionContributedChatTokenizer walks
- * them. */
-export interface ToolInfo {
-  name: string;
-  description: string;
-  inputSchema?: object | undefined;
-}
-
-/** How much of the tools a walk takes. A tool's schema comes from any extension or MCP server: what
- * lies past these bounds is not prefetched, only counted if Copilot asks for it. */
-export interface WalkLimits {
-  /** Strings and characters in all. */
-  strings: number;
-  chars: number;
-  /** Strings and characters of one tool: one huge schema does not crowd out the others. */
-  toolStrings: number;
-  toolChars: number;
-  depth: number;
-  /** A longer string is left out (it costs a request of its own whenever it is asked). */
-  longest: number;
-}
-
-const UNBOUNDED: WalkLimits = { strings: Infinity, chars: Infinity, toolStrings: Infinity, toolChars: Infinity, depth: Infinity, longest: Infinity };
-
-export function toolStrings(tools: readonly ToolInfo[], limits: WalkLimits = UNBOUNDED): string[] {
-  const out: string[] = [];
-  let chars = 0;
-  let toolStart = 0;
-  let toolChars = 0;
-  const take = (text: string): boolean => {
-    if (text.length > limits.longest) return true;
-    if (out.length - toolStart >= limits.toolStrings || toolChars + text.length > limits.toolChars) return false;
-    if (out.length >= limits.strings || chars + text.length > limits.chars) return false;
-    out.push(text);
-    chars += text.length;
-    toolChars += text.length;
-    return true;
-  };
-  // False once a limit is reached: the walk of this tool ends there.
-  const walk = (object: object, depth: number): boolean => {
-    if (depth > limits.depth) return true;
-    for (const key of Object.keys(object)) {
-      const value: unknown = (object as Record<string, unknown>)[key];
-      if (!value) continue;
-      if (key && !take(key)) return false;
-      if (typeof value === 'string' ? !take(value) : typeof value === 'object' && !walk(value, depth + 1)) return false;
-    }
-    return true;
-  };
-  for (const tool of tools) {
-    if (out.length >= limits.strings || chars >= limits.chars) break;
-    toolStart = out.length;
-    toolChars = 0;
-    try {
-      walk({ name: tool.name, description: tool.description, parameters: tool.inputSchema }, 0);
-    } catch {
-      // A schema that cannot be walked (a getter or proxy that throws): its strings are counted if asked.
-    }
-  }
-  return out;
 }
