@@ -6,8 +6,12 @@
 import { MAX_MODEL_ID } from '../contract';
 import { isRecord, type Checked } from '../saved';
 
-/** token-counts.json: tool strings as `model NUL text` keys, everything else under a SHA-1. */
+/** token-counts.json: tool strings as `model NUL text` keys, everything else under a keyed hash
+ * (key.ts). */
 export interface SavedCounts {
+  /** The id of the key the hashed counts were made with; a file written before keys has none, and
+   * its hashed counts are never trusted. */
+  key?: string;
   plain: Record<string, number>;
   hashed: Record<string, number>;
 }
@@ -23,14 +27,24 @@ export const PERSIST_LIMIT = 1 << 16;
 // million): a bigger "count" would make every budget negative. The one bound of a count, read from
 // disk here and from the sidecar in memo.ts.
 export const MAX_COUNT = 100_000_000;
-const SHA1_BASE64 = /^[A-Za-z0-9+/]{27}=$/;
+const DIGEST = /^[A-Za-z0-9+/]{27}=$/; // 160 bits in base64 (key.ts keyedDigest)
+const KEY_ID = /^[A-Za-z0-9+/]{16}$/;
 
 export function checkCounts(raw: unknown): Checked<SavedCounts> {
   if (raw === undefined) return { value: { plain: {}, hashed: {} }, dropped: 0 };
   if (!isRecord(raw)) return { value: { plain: {}, hashed: {} }, dropped: 1 };
   const plain = checkedEntries(raw.plain, (key) => key.indexOf('\u0000') > 0);
-  const hashed = checkedEntries(raw.hashed, (key) => SHA1_BASE64.test(key));
-  return { value: { plain: plain.value, hashed: hashed.value }, dropped: plain.dropped + hashed.dropped };
+  const hashed = checkedEntries(raw.hashed, (key) => DIGEST.test(key));
+  const value: SavedCounts = { plain: plain.value, hashed: hashed.value };
+  const badKey = raw.key !== undefined && !(typeof raw.key === 'string' && KEY_ID.test(raw.key));
+  if (typeof raw.key === 'string' && !badKey) value.key = raw.key;
+  return { value, dropped: plain.dropped + hashed.dropped + (badKey ? 1 : 0) };
+}
+
+/** Hashed counts a file holds that no key of ours could have made: a file written before keys (an
+ * unsalted SHA-1, which anyone could compute for a guessed prompt). */
+export function unkeyedCounts(counts: SavedCounts): number {
+  return counts.key === undefined ? Object.keys(counts.hashed).length : 0;
 }
 
 /** The opened contents of message-counts.json, checked: entries that are not a MessageText of at most
@@ -64,9 +78,13 @@ function isMessageText(entry: unknown, maxText: number): entry is MessageText {
   );
 }
 
-/** What two windows learned, together: counts are deterministic, so a union loses nothing. */
+/** What two windows learned, together: counts are deterministic, so a union loses nothing. Hashed
+ * counts join only under one key: ours win over another key's (the stored key is ours, persistence.ts
+ * made sure), the file's stay when we have none (no keychain here), and unkeyed ones go. */
 export function mergeCounts(onDisk: SavedCounts, ours: SavedCounts): SavedCounts {
-  return { plain: { ...onDisk.plain, ...ours.plain }, hashed: { ...onDisk.hashed, ...ours.hashed } };
+  const plain = { ...onDisk.plain, ...ours.plain };
+  if (ours.key === undefined) return onDisk.key === undefined ? { plain, hashed: {} } : { key: onDisk.key, plain, hashed: onDisk.hashed };
+  return { key: ours.key, plain, hashed: onDisk.key === ours.key ? { ...onDisk.hashed, ...ours.hashed } : ours.hashed };
 }
 
 function isCount(count: unknown): count is number {
