@@ -45,7 +45,7 @@ export class CountPersistence {
     const raw = await readJson(countsFile, warn);
     const dropped = tokens.restore(raw);
     if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
-    const unkeyed = unkeyedCounts(checkCounts(raw).value);
+    const unkeyed = unkeyedCounts(raw);
     if (unkeyed) info(`token-counts.json: ${unkeyed} counts hashed without a key (an older version) were dropped; they are counted again.`);
     const keys = new CountsKey(secrets, info, keyWaitMs);
     const sealed = new SealedTexts(path.join(folder, 'message-counts.json'), secrets, info, keyWaitMs, keys);
@@ -54,10 +54,10 @@ export class CountPersistence {
       tokens,
       keys,
       sealed,
-      sealed.load().then(
-        (texts) => tokens.restoreMessageTexts(texts),
-        (error: Error) => warn(`Could not read message-counts.json: ${error.message}`),
-      ),
+      sealed
+        .load()
+        .then((texts) => tokens.restoreMessageTexts(texts))
+        .catch((error: Error) => warn(`Could not read message-counts.json: ${error.message}`)),
       log,
     );
     void persistence.keyed();

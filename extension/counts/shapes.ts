@@ -41,10 +41,10 @@ export function checkCounts(raw: unknown): Checked<SavedCounts> {
   return { value, dropped: plain.dropped + hashed.dropped + (badKey ? 1 : 0) };
 }
 
-/** Hashed counts a file holds that no key of ours could have made: a file written before keys (an
- * unsalted SHA-1, which anyone could compute for a guessed prompt). */
-export function unkeyedCounts(counts: SavedCounts): number {
-  return counts.key === undefined ? Object.keys(counts.hashed).length : 0;
+/** How many hashed counts a file read (unchecked) holds without naming a key: a file written before
+ * keys (unsalted SHA-1s, which anyone could compute for a guessed prompt), never trusted. */
+export function unkeyedCounts(raw: unknown): number {
+  return isRecord(raw) && raw.key === undefined && isRecord(raw.hashed) ? Object.keys(raw.hashed).length : 0;
 }
 
 /** The opened contents of message-counts.json, checked: entries that are not a MessageText of at most
