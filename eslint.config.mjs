@@ -43,6 +43,29 @@ export default defineConfig(
     },
   },
   {
+    // Token counting on the extension's side (extension/counts/, rfcs/0001 "Folders"): Copilot's walk
+    // asks thousands of counts one at a time, so nothing on its path reads VS Code's API by itself (a read
+    // of vscode.lm.tools per count made a walk cost 175–290 ms, rfcs/0004). What the folder needs of
+    // VS Code (the tools, the keychain, the log) is handed in by provider.ts and extension.ts; it
+    // imports `vscode` for types only, and of the extension only the leaves it stands on.
+    files: ['extension/counts/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'vscode', message: 'extension/counts/ takes what it needs of VS Code from its callers.', allowTypeImports: true }],
+          patterns: [
+            {
+              regex: '^\\.\\./(?!(contract|config|bounded|storage|saved|sidecar/rpc)$)',
+              message: 'extension/counts/ imports of the extension only contract, config, bounded, storage, saved and the Rpc seam.',
+            },
+            { regex: '^\\.\\./sidecar/rpc$', allowTypeImports: true, message: 'extension/counts/ asks the sidecar through the Rpc it is handed.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Fakes implement async interfaces (Rpc, the provider's hooks) without awaiting anything.
     files: ['tests/ts/**/*.ts'],
     rules: { '@typescript-eslint/require-await': 'off' },

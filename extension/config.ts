@@ -10,7 +10,7 @@ export const CLIENT_ID = SECTION;
 /** Where a release before provider groups kept the API key in VS Code's secret storage; a key found
  * there is moved into a group (extension/keys.ts, rfcs/0010). */
 export const SECRET_API_KEY = `${SECTION}.apiKey`;
-/** The key that seals the texts of message-counts.json (extension/sealed.ts), made on first use. */
+/** The key that seals the texts of message-counts.json (extension/counts/sealed.ts), made on first use. */
 export const SECRET_COUNTS_KEY = `${SECTION}.countsKey`;
 /** The name of the group a stored key moves into: the provider's displayName in package.json, the
  * name VS Code's own "Add Models" offers first. */

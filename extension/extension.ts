@@ -12,13 +12,13 @@ import { HarnessNotice } from './harness';
 import { notify } from './notify';
 import { tellWorkspaceCostly } from './overrides';
 import { GatewayChatProvider } from './provider';
-import { checkCounts, checkModels, mergeCounts, SavedCounts } from './saved';
-import { SEALED_CHARS, SealedTexts } from './sealed';
+import { checkModels } from './saved';
 import { chooseInterpreter } from './sidecar/setup';
 import { redacting, SidecarConnection, sidecarSecrets } from './sidecar/connection';
 import { SmallTasks } from './smalltasks';
 import { StatusBar } from './status';
 import { readJson, writeJsonAtomic } from './storage';
+import { CountPersistence } from './counts/persistence';
 import { Dashboard } from './dashboard';
 import { chooseModels, shownPatterns } from './curate';
 import type { ThinkingMode } from './wire';
@@ -38,7 +38,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     redacting(log, () => [...keys.known(), ...settingSecrets]),
   );
   const cacheFile = path.join(context.globalStorageUri.fsPath, 'models.json');
-  const countsFile = path.join(context.globalStorageUri.fsPath, 'token-counts.json');
   const warn = (message: string) => log.warn(message);
   let cache: Promise<ModelEntry[]> | undefined; // read once: a bad file is reported once
   let lastGroup: string | undefined; // the provider group of the last request (undefined: the default key)
@@ -79,27 +78,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     // A window moved; the new one comes with the model list. A message that is not one is ignored.
     if (typeof model === 'string') provider.windowMoved();
   });
-  const dropped = provider.tokens.restore(await readJson(countsFile, warn));
-  if (dropped) warn(`token-counts.json: ${dropped} invalid entries were dropped (the file is rewritten at the next save).`);
-  // The keychain answers off activation's path; until then a message is found by its hash.
-  const sealed = new SealedTexts(path.join(context.globalStorageUri.fsPath, 'message-counts.json'), context.secrets, (message) => log.info(message));
-  const sealedLoaded = sealed
-    .load()
-    .then((texts) => provider.tokens.restoreMessageTexts(texts))
-    .catch((error: Error) => warn(`Could not read message-counts.json: ${error.message}`));
-  const saveCounts = async () => {
-    await Promise.all([
-      saveCountsMerged(countsFile, provider.tokens.snapshot()).catch((error: Error) => warn(`Could not save token counts: ${error.message}`)),
-      sealedLoaded
-        .then(() => sealed.save(provider.tokens.textsToSeal(SEALED_CHARS)))
-        .catch((error: Error) => warn(`Could not save message-counts.json: ${error.message}`)),
-    ]);
-  };
-  const saver = setInterval(() => void saveCounts(), 10_000);
-  // The last save runs once, at deactivate() (whose promise VS Code awaits at shutdown; a disposable's
-  // it does not) or at disposal, whichever comes first.
-  let lastSave: Promise<void> | undefined;
-  const saveLast = (): Promise<void> => (lastSave ??= (clearInterval(saver), finalSaves.delete(saveLast), saveCounts()));
+  const counts = await CountPersistence.start(context.globalStorageUri.fsPath, provider.tokens, context.secrets, log);
+  const saveLast = (): Promise<void> => (finalSaves.delete(saveLast), counts.saveLast());
   finalSaves.add(saveLast);
   // The user asked for a new start (Retry, Restart Server, another interpreter): its outcome is shown
   // even when it is the failure shown before, and a model list that failed is fetched again.
@@ -180,11 +160,4 @@ async function loadModels(file: string, log: vscode.LogOutputChannel): Promise<M
     await writeJsonAtomic(file, value).catch(() => undefined); // the next fetch saves it anyway
   }
   return value;
-}
-
-/** Another window may have saved counts since we read the file: keep them too. */
-async function saveCountsMerged(file: string, ours: SavedCounts | undefined): Promise<void> {
-  if (!ours) return;
-  const onDisk = checkCounts(await readJson(file, () => undefined)).value; // reported when it was loaded
-  await writeJsonAtomic(file, mergeCounts(onDisk, ours));
 }

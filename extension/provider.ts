@@ -11,8 +11,8 @@ import { spendLimitOf } from './records';
 import type { ChatParams } from './contract';
 import type { Refusal } from './records';
 import type { Rpc } from './sidecar/rpc';
-import { ToolPrefetch } from './prefetch';
-import { TokenCounter, ToolInfo } from './tokens';
+import { TokenCounter } from './counts/memo';
+import { ToolPrefetch, type ToolInfo } from './counts/prefetch';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
 
 export interface ProviderHooks {

@@ -1,89 +1,13 @@
-// The shapes of what the extension keeps in global storage, and their checks. A file there may hold
-// anything (another version's format, a truncated write, a hand edit): what is read back is checked
+// The shapes of what the extension keeps in global storage, and their checks (the counts' files:
+// counts/shapes.ts). A file there may hold anything (another version's format, a truncated write, a hand edit): what is read back is checked
 // entry by entry, a bad entry is dropped and counted (for one log line), and a start never fails
 // because of it.
 import { MAX_MODEL_ID, type Capabilities, type EffortProperty, type ModelEntry, type Pricing, type SpeedProperty } from './contract';
-
-/** token-counts.json: tool strings as `model NUL text` keys, everything else under a SHA-1. */
-export interface SavedCounts {
-  plain: Record<string, number>;
-  hashed: Record<string, number>;
-}
-
-/** A message of one text part and its count, as message-counts.json keeps it (sealed, see sealed.ts):
- * tokenizer (or model id, when the tokenizer is not known), the message's role, its text. */
-export type MessageText = [tokenizer: string, role: number, text: string, count: number];
 
 export interface Checked<T> {
   value: T;
   /** Entries (or whole files) that were not the right shape and were left out. */
   dropped: number;
-}
-
-// No string Copilot asks about comes near this many tokens (the largest context windows are a few
-// million): a bigger "count" would make every budget negative. The one bound of a count, read from
-// disk here and from the sidecar in tokens.ts.
-export const MAX_COUNT = 100_000_000;
-const SHA1_BASE64 = /^[A-Za-z0-9+/]{27}=$/;
-
-export function checkCounts(raw: unknown): Checked<SavedCounts> {
-  if (raw === undefined) return { value: { plain: {}, hashed: {} }, dropped: 0 };
-  if (!isRecord(raw)) return { value: { plain: {}, hashed: {} }, dropped: 1 };
-  const plain = checkedEntries(raw.plain, (key) => key.indexOf('\u0000') > 0);
-  const hashed = checkedEntries(raw.hashed, (key) => SHA1_BASE64.test(key));
-  return { value: { plain: plain.value, hashed: hashed.value }, dropped: plain.dropped + hashed.dropped };
-}
-
-/** The opened contents of message-counts.json, checked: entries that are not a MessageText of at most
- * `maxText` characters are dropped, and so is what goes past `maxChars` characters in all. */
-export function checkMessageTexts(raw: unknown, maxText: number, maxChars: number): Checked<MessageText[]> {
-  if (!Array.isArray(raw)) return { value: [], dropped: 1 };
-  const value: MessageText[] = [];
-  let chars = 0;
-  for (const entry of raw) {
-    if (!isMessageText(entry, maxText) || chars + entry[2].length > maxChars) continue;
-    chars += entry[2].length;
-    value.push(entry);
-  }
-  return { value, dropped: raw.length - value.length };
-}
-
-function isMessageText(entry: unknown, maxText: number): entry is MessageText {
-  if (!Array.isArray(entry) || entry.length !== 4) return false;
-  const [tokenizer, role, text, count] = entry as unknown[];
-  return (
-    typeof tokenizer === 'string' &&
-    tokenizer.length > 0 &&
-    tokenizer.length <= MAX_MODEL_ID &&
-    !tokenizer.includes('\u0000') &&
-    Number.isSafeInteger(role) &&
-    (role as number) >= 0 &&
-    (role as number) <= 16 &&
-    typeof text === 'string' &&
-    text.length <= maxText &&
-    isCount(count)
-  );
-}
-
-/** What two windows learned, together: counts are deterministic, so a union loses nothing. */
-export function mergeCounts(onDisk: SavedCounts, ours: SavedCounts): SavedCounts {
-  return { plain: { ...onDisk.plain, ...ours.plain }, hashed: { ...onDisk.hashed, ...ours.hashed } };
-}
-
-function isCount(count: unknown): count is number {
-  return Number.isSafeInteger(count) && (count as number) >= 0 && (count as number) <= MAX_COUNT;
-}
-
-function checkedEntries(raw: unknown, goodKey: (key: string) => boolean): Checked<Record<string, number>> {
-  if (raw === undefined) return { value: {}, dropped: 0 };
-  if (!isRecord(raw)) return { value: {}, dropped: 1 };
-  const value: Record<string, number> = {};
-  let dropped = 0;
-  for (const [key, count] of Object.entries(raw)) {
-    if (goodKey(key) && isCount(count)) value[key] = count;
-    else dropped++;
-  }
-  return { value, dropped };
 }
 
 /** models.json: the last model list the sidecar returned. Duplicated ids keep the first entry. */

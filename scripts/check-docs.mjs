@@ -48,7 +48,7 @@ const FIGURES_HOME = 'rfcs/0005-performance.md';
 const NOT_TRACKED = new Set([
   'models.json', // global storage: the last model list
   'token-counts.json', // global storage: token counts
-  'message-counts.json', // global storage: the newest messages' counts, sealed
+  'message-counts.json', // global storage: the newest messages' counts, sealed (extension/counts/sealed.ts)
   'accounting.json', // global storage: calibration and learned limits
   'usage.sqlite3', // global storage: the usage history
   'settings.json', // a user's or workspace's VS Code settings

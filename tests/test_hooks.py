@@ -22,7 +22,7 @@ from gateway_lm.httpx_sse_hooks import SSELineDecoder
 from gateway_lm.pygls_hooks import stop_event
 from gateway_lm.rpc.methods import build_server
 from gateway_lm.tiktoken_hooks import encoding_spec, without_python_ranks
-from gateway_lm.tokens import shipped_ranks
+from gateway_lm.tokenizer import shipped_ranks
 
 
 def sent(out: io.BytesIO) -> list[Any]:

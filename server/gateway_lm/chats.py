@@ -27,7 +27,7 @@ from .picker import ModelEntry, picker_entry
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from .settings import Settings
 from .spend.ledger import Approval, Ledger
-from .tokens import count_request
+from .tokenizer import count_request
 
 if TYPE_CHECKING:
     from .spend.ledger import BilledNotification

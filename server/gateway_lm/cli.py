@@ -154,7 +154,7 @@ async def run_models(args: argparse.Namespace, out: Output) -> None:
 
 
 def run_count(args: argparse.Namespace, out: Output) -> None:
-    from .tokens import count_request
+    from .tokenizer import count_request
 
     body = json.loads(Path(args.file).read_text(encoding="utf-8"))
     if not isinstance(body, dict):

@@ -17,7 +17,7 @@ import asyncio
 from typing import Any
 
 from .messages import MessageIn, TextIn, ToolCallIn, ToolResultIn
-from .tokens import count_message, count_text, encoding, encoding_name_for, pieces
+from .tokenizer import count_message, count_text, encoding, encoding_name_for, pieces
 
 INLINE_CHARS = 1 << 16  # below this a batch costs less than a thread hop
 PRELOAD_AFTER = 1.0  # seconds after start; Copilot's first counts usually come later than that

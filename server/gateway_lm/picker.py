@@ -7,7 +7,7 @@ from .budget import advertised_window
 from .catalogue import ModelInfo
 from .effort import ConfigurationSchema, Effort, menu
 from .spend.prices import per_million
-from .tokens import encoding_name_for
+from .tokenizer import encoding_name_for
 
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
 

@@ -1,4 +1,4 @@
-"""The tiktoken internals tokens.py relies on, all here (tiktoken==0.14.0, pinned in pyproject.toml).
+"""The tiktoken internals tokenizer.py relies on, all here (tiktoken==0.14.0, pinned in pyproject.toml).
 
 rfcs/0005-performance.md, "Private hooks", lists them with why and the test that guards them
 (tests/test_hooks.py): check that list before moving tiktoken to another version.
@@ -18,7 +18,7 @@ from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
 def encoding_spec(name: str, ranks: dict[bytes, int]) -> dict[str, Any]:
     """tiktoken's own constructor arguments for the encoding `name`, with `ranks` as its ranks. The
-    loader is a module global: callers build one encoding at a time (tokens.encoding's lock)."""
+    loader is a module global: callers build one encoding at a time (tokenizer.encoding's lock)."""
     original = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = lambda *args, **kwargs: ranks
     try:

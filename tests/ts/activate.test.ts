@@ -4,7 +4,7 @@
 // repaired; two windows saving counts to one folder keep both windows' counts.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
@@ -16,9 +16,11 @@ import { until } from './until';
 import { activate, deactivate } from '../../extension/extension';
 import type { ModelEntry } from '../../extension/contract';
 import type { GatewayChatProvider } from '../../extension/provider';
-import { checkCounts } from '../../extension/saved';
-import { SealedTexts } from '../../extension/sealed';
-import { PREFETCH_DELAY_MS, RECHECK_MS } from '../../extension/prefetch';
+import { SECRET_COUNTS_KEY } from '../../extension/config';
+import { hashKeyOf, keyedDigest } from '../../extension/counts/key';
+import { SealedTexts } from '../../extension/counts/sealed';
+import { checkCounts } from '../../extension/counts/shapes';
+import { PREFETCH_DELAY_MS, RECHECK_MS } from '../../extension/counts/prefetch';
 
 const MODEL = 'openai/gpt-5';
 const gateway = bundleGateway({ defaultKey: true });
@@ -29,8 +31,12 @@ interface Window {
   close(): void;
 }
 
+/** The profile's secret storage, which every window of the profile shares, as its global storage. */
+const profiles = new Map<string, stub.SecretStorage>();
+const profileOf = (storage: string) => profiles.get(storage) ?? profiles.set(storage, new stub.SecretStorage()).get(storage)!;
+
 /** Activates the extension the way VS Code does, in a "window" whose global storage is `storage`. */
-async function openWindow(storage: string, secrets = new stub.SecretStorage()): Promise<Window> {
+async function openWindow(storage: string, secrets = profileOf(storage)): Promise<Window> {
   const context = {
     subscriptions: [] as { dispose(): unknown }[],
     secrets,
@@ -54,7 +60,11 @@ function storageWith(models: string, counts: string): string {
 const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
 const count = (window: Window, text: string) => window.provider.provideTokenCount({ id: MODEL } as vscode.LanguageModelChatInformation, text, token());
 const modelIds = async (window: Window) => (await window.provider.provideLanguageModelChatInformation({ silent: true }, token())).map((m) => m.id).sort();
-const hashed = (text: string) => createHash('sha1').update(`${MODEL}\u0000${text}`).digest('base64');
+/** The key token-counts.json's hashes are made with in the profile of `dir` (made on first use). */
+const hashKey = (dir: string) => hashKeyOf(Buffer.from(profileOf(dir).values.get(SECRET_COUNTS_KEY)!, 'base64'));
+const hashedIn = (dir: string) => (text: string) => keyedDigest(hashKey(dir).key, `${MODEL}\u0000${text}`);
+/** What a release before keys saved, and what anyone can compute for a guessed prompt. */
+const unsalted = (text: string) => createHash('sha1').update(`${MODEL}\u0000${text}`).digest('base64');
 const warnings = (window: Window, file: string) => window.log.lines.filter((line) => line.startsWith('warn') && line.includes(file));
 
 /** The counts file once it holds `key` (saves run in the background when a window closes). */
@@ -75,6 +85,7 @@ const FAKE_MODELS = ['fake/agent-loop', 'fake/plain', 'fake/pricey', 'fake/reaso
 
 test('both files null: activation succeeds, the models come from the gateway, counts work and the files are repaired', async () => {
   const dir = storageWith('null', 'null');
+  const hashed = hashedIn(dir);
   const window = await openWindow(dir);
   try {
     assert.deepEqual(await modelIds(window), FAKE_MODELS);
@@ -91,6 +102,7 @@ test('both files null: activation succeeds, the models come from the gateway, co
 
 test('counts "oops" and a truncated models.json: activation succeeds and the provider answers', async () => {
   const dir = storageWith('[{"id": "fake/te', '"oops"');
+  const hashed = hashedIn(dir);
   const window = await openWindow(dir);
   try {
     assert.deepEqual(await modelIds(window), FAKE_MODELS);
@@ -135,7 +147,11 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     { ...good, id: 'bad/price', pricing: { ...good.pricing, input: -1 } },
     good,
   ];
+  const dir = storageWith(JSON.stringify(models), '{}');
+  await profileOf(dir).store(SECRET_COUNTS_KEY, randomBytes(32).toString('base64')); // the profile's key, made before
+  const hashed = hashedIn(dir);
   const counts = {
+    key: hashKey(dir).id,
     plain: {
       [`${MODEL}\u0000read_file`]: 3,
       [`${MODEL}\u0000oops`]: 'oops',
@@ -146,7 +162,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     },
     hashed: { [hashed('known prompt')]: 11, [hashed('negative')]: -7, 'not a hash': 4 },
   };
-  const dir = storageWith(JSON.stringify(models), JSON.stringify(counts).replace('1e+300', '1e999'));
+  fs.writeFileSync(path.join(dir, 'token-counts.json'), JSON.stringify(counts).replace('1e+300', '1e999'));
   const window = await openWindow(dir);
   try {
     assert.deepEqual(await modelIds(window), ['cached/model'], 'the cached list is served at once');
@@ -166,6 +182,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
 
 test("two windows on one storage folder: each saves its counts, and neither loses the other's", async () => {
   const dir = storageWith('[]', '{}');
+  const hashed = hashedIn(dir);
   const [first, second] = [await openWindow(dir), await openWindow(dir)];
   let firstCount: number;
   try {
@@ -183,6 +200,7 @@ test("two windows on one storage folder: each saves its counts, and neither lose
 
 test("deactivate() resolves once the last counts are on disk: VS Code awaits it at shutdown, not a disposable's save", async () => {
   const dir = storageWith('[]', '{}');
+  const hashed = hashedIn(dir);
   const window = await openWindow(dir);
   try {
     assert.ok((await count(window, 'counted just before the window closed')) > 0);
@@ -194,6 +212,79 @@ test("deactivate() resolves once the last counts are on disk: VS Code awaits it 
     window.close(); // VS Code disposes the subscriptions after deactivate(): the same save, not a second one
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(fs.statSync(file).mtimeMs, written, 'disposing after deactivate() writes nothing more');
+  } finally {
+    window.close();
+  }
+});
+
+test('token-counts.json cannot confirm a guessed prompt: its hashes are keyed by the profile, whose key is not in the file', async () => {
+  const dir = storageWith('[]', '{}');
+  const prompt = 'is the merger with northwind traders going ahead in march';
+  const window = await openWindow(dir);
+  let exact: number;
+  try {
+    exact = await count(window, prompt);
+    await deactivate();
+  } finally {
+    window.close();
+  }
+  const text = fs.readFileSync(path.join(dir, 'token-counts.json'), 'utf8');
+  const saved = JSON.parse(text) as { key?: string; hashed: Record<string, number> };
+  assert.ok(Object.values(saved.hashed).includes(exact), 'the count is saved');
+  // Whoever reads the file guesses the prompt: before, one SHA-1 of it was the file's key for its count.
+  assert.equal(saved.hashed[unsalted(prompt)], undefined, 'the unsalted hash of the guess is not in the file');
+  const stored = profileOf(dir).values.get(SECRET_COUNTS_KEY)!;
+  assert.ok(!text.includes(stored) && !text.includes(hashKey(dir).key.toString('base64')), 'neither the key nor the hash key is in the file');
+  // Another profile (the reader's own install, its own key) restoring the file finds nothing by the guess.
+  const elsewhere = storageWith('[]', text);
+  const other = await openWindow(elsewhere);
+  try {
+    await modelIds(other);
+    assert.equal(other.provider.tokens.known(MODEL, prompt), undefined, 'another key confirms nothing');
+  } finally {
+    other.close();
+  }
+  const again = await openWindow(dir);
+  try {
+    await modelIds(again);
+    assert.equal(again.provider.tokens.known(MODEL, prompt), exact, 'this profile still finds it after a restart');
+  } finally {
+    again.close();
+  }
+});
+
+test('a file of unsalted hashes (before keys) is never trusted: dropped with one line, counted again, rewritten keyed', async () => {
+  const dir = storageWith('[]', JSON.stringify({ plain: { [`${MODEL}\u0000read_file`]: 3 }, hashed: { [unsalted('hello world')]: 11 } }));
+  const window = await openWindow(dir);
+  try {
+    await modelIds(window);
+    assert.equal(await count(window, 'hello world'), 2, "counted again, not the unsalted file's 11");
+    assert.equal(await count(window, 'read_file'), 3, 'the tool strings, public, are kept');
+    const lines = window.log.lines.filter((line) => line.includes('token-counts.json'));
+    assert.deepEqual(lines, ['info token-counts.json: 1 counts hashed without a key (an older version) were dropped; they are counted again.']);
+    await deactivate();
+  } finally {
+    window.close();
+  }
+  const saved = JSON.parse(fs.readFileSync(path.join(dir, 'token-counts.json'), 'utf8')) as { key?: string; hashed: Record<string, number> };
+  assert.equal(saved.key, hashKey(dir).id);
+  assert.deepEqual(saved.hashed, { [hashedIn(dir)('hello world')]: 2 }, 'the unsalted hash is gone');
+});
+
+test('a keychain that never answers holds up neither activation nor counting nor the last save; nothing hashed is kept', { timeout: 30_000 }, async () => {
+  const dir = storageWith('[]', '{}');
+  const silent = new stub.SecretStorage();
+  silent.get = () => new Promise<string | undefined>(() => undefined);
+  silent.store = () => new Promise<void>(() => undefined);
+  const window = await openWindow(dir, silent);
+  try {
+    assert.deepEqual(await modelIds(window), FAKE_MODELS);
+    assert.equal(await count(window, 'hello world'), 2);
+    assert.equal(await count(window, 'hello world'), 2, 'remembered');
+    await deactivate();
+    const saved = JSON.parse(fs.readFileSync(path.join(dir, 'token-counts.json'), 'utf8')) as { key?: string; hashed: Record<string, number> };
+    assert.deepEqual([saved.key, saved.hashed], [undefined, {}]);
+    assert.equal(window.log.lines.filter((line) => line.includes('secret storage failed')).length, 1);
   } finally {
     window.close();
   }
@@ -226,6 +317,8 @@ test('after a restart the messages come back from the sealed file, found by thei
   await new SealedTexts(file, secrets, () => undefined).save(saved.map(([key, role, text]) => [key, role, text, 777]));
   const second = await openWindow(dir, secrets);
   try {
+    // The keychain answers off activation's path; a count asked before it is counted by the sidecar.
+    await until(() => Boolean(second.provider.tokens.keyId), 'the keychain answers', 5000);
     let answered = 0;
     await until(async () => (answered = await countMessage(second)) === 777, 'the sealed file is read', 5000);
     assert.equal(answered, 777, 'found in the sealed file (the hashed count is the exact one)');

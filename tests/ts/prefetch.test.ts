@@ -11,10 +11,9 @@ import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { startGateway, startSidecar } from './real';
 import type { CountParams, ModelEntry } from '../../extension/contract';
-import { PREFETCH_DELAY_MS, PREFETCH_LIMITS, RECHECK_MS } from '../../extension/prefetch';
+import { PREFETCH_DELAY_MS, PREFETCH_LIMITS, RECHECK_MS, ToolInfo, toolStrings } from '../../extension/counts/prefetch';
 import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/sidecar/rpc';
-import { ToolInfo, toolStrings } from '../../extension/tokens';
 import { until } from './until';
 
 const children: ChildProcess[] = [];

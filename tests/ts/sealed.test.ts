@@ -9,9 +9,8 @@ import * as path from 'node:path';
 import { after, test } from 'node:test';
 import type * as vscode from 'vscode';
 import { SECRET_COUNTS_KEY } from '../../extension/config';
-import type { MessageText } from '../../extension/saved';
-import { MAX_FILE, SEALED_CHARS, SealedTexts, sealedFile } from '../../extension/sealed';
-import { PERSIST_LIMIT } from '../../extension/tokens';
+import { MAX_FILE, SEALED_CHARS, SealedTexts, sealedFile } from '../../extension/counts/sealed';
+import { PERSIST_LIMIT, type MessageText } from '../../extension/counts/shapes';
 import * as stub from './vscode-stub';
 
 const folders: string[] = [];
@@ -166,7 +165,7 @@ test('a secret storage that fails: nothing is written, nothing is thrown, one li
   await texts.save(TEXTS);
   assert.equal(fs.existsSync(file), false, 'no file without a key');
   assert.equal(lines.length, 1, lines.join(' | '));
-  assert.match(lines[0], /secret storage failed \(no keyring\); message counts are kept hashed only/);
+  assert.match(lines[0], /secret storage failed \(no keyring\); message counts are not kept across restarts/);
 });
 
 test('a keychain that never answers: load and save end within the bound, nothing is written, one line', async () => {
@@ -184,7 +183,7 @@ test('a keychain that never answers: load and save end within the bound, nothing
   await texts.save(TEXTS);
   assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`);
   assert.equal(fs.existsSync(file), false);
-  assert.deepEqual(lines, ['The secret storage failed (no answer in 0.2 s); message counts are kept hashed only.']);
+  assert.deepEqual(lines, ['The secret storage failed (no answer in 0.2 s); message counts are not kept across restarts.']);
 });
 
 /** One byte of the file changed, counted from the end when negative. */

@@ -7,11 +7,13 @@ import * as path from 'node:path';
 import { after, test } from 'node:test';
 import type { EffortProperty, ModelEntry } from '../../extension/contract';
 import type { Rpc } from '../../extension/sidecar/rpc';
-import { checkCounts, checkModels, mergeCounts } from '../../extension/saved';
+import { checkModels } from '../../extension/saved';
+import { checkCounts, mergeCounts } from '../../extension/counts/shapes';
 import { readJson, writeJsonAtomic } from '../../extension/storage';
-import { TokenCounter } from '../../extension/tokens';
+import { TokenCounter } from '../../extension/counts/memo';
 
-const HASH = 'qUqP5cyxm6YcTAhz05Hph5gvu9M='; // the shape of a SHA-1 in base64
+const HASH = 'qUqP5cyxm6YcTAhz05Hph5gvu9M='; // the shape of a keyed hash in base64 (160 bits)
+const KEY_ID = 'k3yIdOfSixteenCh'; // the shape of a key's id
 const MODEL: ModelEntry = {
   id: 'a/b',
   name: 'B',
@@ -92,8 +94,27 @@ test('restore drops what is invalid, says how much, and makes the next save rewr
 });
 
 test("merging keeps both windows' counts", () => {
-  const merged = mergeCounts({ plain: { 'm\u0000a': 1 }, hashed: { [HASH]: 2 } }, { plain: { 'm\u0000b': 3 }, hashed: {} });
-  assert.deepEqual(merged, { plain: { 'm\u0000a': 1, 'm\u0000b': 3 }, hashed: { [HASH]: 2 } });
+  const merged = mergeCounts({ key: KEY_ID, plain: { 'm\u0000a': 1 }, hashed: { [HASH]: 2 } }, { key: KEY_ID, plain: { 'm\u0000b': 3 }, hashed: {} });
+  assert.deepEqual(merged, { key: KEY_ID, plain: { 'm\u0000a': 1, 'm\u0000b': 3 }, hashed: { [HASH]: 2 } });
+});
+
+test("merging: hashed counts join under one key only; unkeyed ones (before keys) go, and a window without a key keeps the file's", () => {
+  const other = 'AAAAAAAAAAAAAAAA';
+  const plain = { 'm\u0000a': 1 };
+  assert.deepEqual(mergeCounts({ plain, hashed: { [HASH]: 2 } }, { key: KEY_ID, plain: {}, hashed: {} }), { key: KEY_ID, plain, hashed: {} }, 'unkeyed');
+  assert.deepEqual(
+    mergeCounts({ key: other, plain, hashed: { [HASH]: 2 } }, { key: KEY_ID, plain: {}, hashed: {} }),
+    { key: KEY_ID, plain, hashed: {} },
+    'another key',
+  );
+  assert.deepEqual(
+    mergeCounts({ key: other, plain, hashed: { [HASH]: 2 } }, { plain: {}, hashed: {} }),
+    { key: other, plain, hashed: { [HASH]: 2 } },
+    'no key here',
+  );
+  assert.deepEqual(mergeCounts({ plain, hashed: { [HASH]: 2 } }, { plain: {}, hashed: {} }), { plain, hashed: {} }, 'neither');
+  assert.equal(checkCounts({ key: 'not an id', plain: {}, hashed: {} }).dropped, 1, 'a malformed key id');
+  assert.equal(checkCounts({ key: KEY_ID, plain: {}, hashed: {} }).value.key, KEY_ID);
 });
 
 test('model cache: entries of the wrong shape are dropped one by one; duplicates keep the first', () => {

@@ -29,7 +29,7 @@ from ..messages import UsagePart
 from ..pipeline import ChatOutcome
 from ..settings import Settings
 from ..speed import sent_pricing
-from ..tokens import count_request
+from ..tokenizer import count_request
 from ..usage import MAX_ID, bounded_usd
 from .history import DB_NAME, EVERY, GUARD_READ_TIMEOUT_S, Every, UsageRecord, UsageStore, utc_day
 from .lookups import Credits, Generation, look_up, read_credits

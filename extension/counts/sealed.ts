@@ -2,17 +2,15 @@
 // Copilot's first walk asks about the messages of the chat the user goes on with; found by text, as
 // the in-process floor finds them, they cost no per-message hashing (rfcs/0004, "Message texts,
 // sealed"). The file holds no readable prompt text: AES-256-GCM under a random key kept in
-// SecretStorage (the OS keychain), which every window of the profile shares. Without that key (no
-// keychain, a key deleted) nothing is written and the hashed counts of token-counts.json still serve.
+// SecretStorage (the OS keychain), which every window of the profile shares (key.ts). Without that
+// key (no keychain, a key deleted) nothing is written.
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type * as vscode from 'vscode';
-import { SECRET_COUNTS_KEY } from './config';
-import { bounded } from './bounded';
-import { checkMessageTexts, type MessageText } from './saved';
-import { readBounded, writeFileAtomic } from './storage';
-import { PERSIST_LIMIT } from './tokens';
+import { readBounded, writeFileAtomic } from '../storage';
+import { CountsKey, KEY_WAIT_MS } from './key';
+import { checkMessageTexts, PERSIST_LIMIT, type MessageText } from './shapes';
 
 /** Characters of message text kept, the newest first: a long chat's messages (~128K tokens). A save
  * rewrites them all, every 10 s while messages are counted, so the bound is what one save may cost
@@ -22,15 +20,11 @@ export const SEALED_CHARS = 1 << 19;
 const MAGIC = 'agl-sealed-1\n';
 const KEY_ID_CHARS = 16;
 const HEADER_BYTES = MAGIC.length + KEY_ID_CHARS + 1;
-const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** A larger file was not written by us: SEALED_CHARS as JSON (at most 6 bytes a character, a \uXXXX
  * escape), the counts and the header. */
 export const MAX_FILE = SEALED_CHARS * 6 + (1 << 20);
-/** A keychain that has not answered by then (a locked keyring's prompt left open) counts as failed:
- * the last save at shutdown, which VS Code awaits, must end. */
-const KEY_WAIT_MS = 5000;
 
 /** What the file held when we last read or wrote it: unchanged, it is not read again. */
 interface Seen {
@@ -39,17 +33,16 @@ interface Seen {
 }
 
 export class SealedTexts {
-  private key: Promise<Buffer | undefined> | undefined;
   private seen: Seen | undefined;
   private onDisk: MessageText[] = [];
-  private failed = false; // the keychain's failure is said once
   private unsaved = false; // a save failed: said once, until one succeeds
 
   constructor(
     private readonly file: string,
-    private readonly secrets: vscode.SecretStorage,
+    secrets: vscode.SecretStorage,
     private readonly log: (message: string) => void,
-    private readonly keyWaitMs = KEY_WAIT_MS,
+    keyWaitMs = KEY_WAIT_MS,
+    private readonly keys = new CountsKey(secrets, log, keyWaitMs),
   ) {}
 
   /** The texts saved by this window or another, checked; [] when there are none we can open. */
@@ -111,7 +104,7 @@ export class SealedTexts {
     let sealedBy = key;
     if (raw.keyId !== keyId(key)) {
       // Another window may have made the key at the same moment as we did; the stored one wins.
-      this.key = undefined;
+      this.keys.forget();
       const stored = await this.theKey();
       if (!stored || raw.keyId !== keyId(stored)) {
         say('sealed with a key this profile no longer has; the messages are counted again.');
@@ -140,29 +133,8 @@ export class SealedTexts {
 
   /** The profile's key, made on first use. */
   private theKey(): Promise<Buffer | undefined> {
-    return (this.key ??= this.readKey());
+    return this.keys.get();
   }
-
-  private async readKey(): Promise<Buffer | undefined> {
-    try {
-      let stored = asKey(await bounded(this.secrets.get(SECRET_COUNTS_KEY), this.keyWaitMs));
-      if (!stored) {
-        await bounded(this.secrets.store(SECRET_COUNTS_KEY, crypto.randomBytes(KEY_BYTES).toString('base64')), this.keyWaitMs);
-        stored = asKey(await bounded(this.secrets.get(SECRET_COUNTS_KEY), this.keyWaitMs)); // another window's, if it stored last
-      }
-      return stored;
-    } catch (error) {
-      this.key = undefined; // asked again at the next save
-      if (!this.failed) this.log(`The secret storage failed (${(error as Error).message}); message counts are kept hashed only.`);
-      this.failed = true;
-      return undefined;
-    }
-  }
-}
-
-function asKey(stored: string | undefined): Buffer | undefined {
-  const key = typeof stored === 'string' ? Buffer.from(stored, 'base64') : undefined;
-  return key?.length === KEY_BYTES ? key : undefined;
 }
 
 /** Which key sealed a file, without revealing it. */

@@ -150,7 +150,7 @@ def pieces(text: str, size: int = PIECE, uncut: int = MAX_UNCUT) -> Iterator[str
     the counts add up exactly: before a space that follows a non-space (the space opens the next
     word), or after a newline that precedes a non-space other than "/" (o200k joins "/" to a run of
     punctuation and newlines). Neither tokenizer's pattern (o200k, cl100k)
-    matches across such a point (tests/test_tokens.py checks the sums). A span of more than `uncut`
+    matches across such a point (tests/test_tokenizer.py checks the sums). A span of more than `uncut`
     characters without one is cut every RUN_PIECE characters anyway: its count is an estimate
     (RFC 0004, "Exact counts, shipped encodings"); one of `uncut` or fewer is not cut."""
     start = 0

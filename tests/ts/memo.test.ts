@@ -6,9 +6,12 @@ import type * as vscode from 'vscode';
 import { GatewayChatProvider } from '../../extension/provider';
 import type { Rpc } from '../../extension/sidecar/rpc';
 import * as stub from './vscode-stub';
-import { MEMO_CHARS, TokenCounter, ToolInfo, toolStrings } from '../../extension/tokens';
+import { hashKeyOf } from '../../extension/counts/key';
+import { MEMO_CHARS, TokenCounter } from '../../extension/counts/memo';
+import { ToolInfo, toolStrings } from '../../extension/counts/prefetch';
 import { serializeMessage } from '../../extension/wire';
 import type { MessageIn } from '../../extension/contract';
+import type { SavedCounts } from '../../extension/counts/shapes';
 
 function countingRpc(keep = true): { rpc: Rpc; calls: unknown[] } {
   const calls: unknown[] = [];
@@ -135,9 +138,13 @@ test('prefetch counts every tool string in one request; the walk is then answere
   assert.equal(calls.length, 1);
 });
 
+/** The profile's key, as key.ts derives it for the hashed counts. */
+const KEY = hashKeyOf(Buffer.alloc(32, 7));
+
 test('counts survive a restart without a round trip, and keep no prompt text on disk', async () => {
   const { rpc, calls } = countingRpc();
   const first = new TokenCounter(rpc);
+  first.useKey(KEY);
   await first.count('m', 'a secret prompt');
   await first.prefetch('m', ['read_file']);
   const saved = first.snapshot()!;
@@ -146,9 +153,30 @@ test('counts survive a restart without a round trip, and keep no prompt text on 
   assert.equal(first.snapshot(), undefined, 'nothing new to save');
   const second = new TokenCounter(rpc);
   second.restore(JSON.parse(JSON.stringify(saved)));
+  second.useKey(KEY); // the keychain answers after the file is read
   assert.equal(await second.count('m', 'a secret prompt'), 15);
   assert.equal(await second.count('m', 'read_file'), 9);
   assert.equal(calls.length, 2, 'one count and one prefetch before the restart, none after');
+});
+
+test('hashed counts are trusted under their own key only: another key, or none (the keychain has not answered), finds nothing', async () => {
+  const { rpc, calls } = countingRpc();
+  const first = new TokenCounter(rpc);
+  first.useKey(KEY);
+  await first.count('m', 'a secret prompt');
+  const saved = JSON.parse(JSON.stringify(first.snapshot())) as SavedCounts;
+  assert.equal(saved.key, KEY.id);
+  const other = new TokenCounter(rpc);
+  other.useKey(hashKeyOf(Buffer.alloc(32, 8)));
+  other.restore(saved);
+  assert.equal(other.known('m', 'a secret prompt'), undefined, 'another key');
+  const waiting = new TokenCounter(rpc);
+  waiting.restore(saved);
+  assert.equal(waiting.known('m', 'a secret prompt'), undefined, 'no key yet');
+  assert.equal(waiting.snapshot(), undefined, 'nothing to save, and nothing hashed saved without a key');
+  waiting.useKey(KEY);
+  assert.equal(waiting.known('m', 'a secret prompt'), 15, 'found once the key answers');
+  assert.equal(calls.length, 1);
 });
 
 test('same-length strings that differ only in the middle get their own counts', async () => {
@@ -214,6 +242,7 @@ test("Copilot's walk through the provider: vscode.lm.tools is read on a miss onl
 test('counts are shared by the models with the same tokenizer, kept apart across tokenizers, and so saved', async () => {
   const { rpc, calls } = countingRpc();
   const counter = new TokenCounter(rpc);
+  counter.useKey(KEY);
   const models = [
     { id: 'vendor/a', tokenizer: 'o200k_base' },
     { id: 'vendor/b', tokenizer: 'o200k_base' },
@@ -227,6 +256,7 @@ test('counts are shared by the models with the same tokenizer, kept apart across
   assert.equal(calls.length, 2, 'the second model asked nothing');
   assert.equal(counter.known('vendor/c', 'read_file'), undefined, 'another tokenizer counts apart');
   const restarted = new TokenCounter(rpc);
+  restarted.useKey(KEY);
   restarted.setTokenizers(models);
   restarted.restore(JSON.parse(JSON.stringify(counter.snapshot())));
   assert.equal(restarted.known('vendor/b', 'read_file'), 9);
@@ -252,6 +282,7 @@ function toolResult(i: number): vscode.LanguageModelChatMessage {
 test('a long agent session: tool results are not kept whole, and each is still counted once', async () => {
   const { rpc, calls } = countingRpc(false);
   const provider = countingProvider(rpc, () => []);
+  provider.tokens.useKey(KEY);
   const model = { id: 'm' } as vscode.LanguageModelChatInformation;
   const token = new stub.CancellationTokenSource().token;
   const before = heap();
@@ -263,6 +294,7 @@ test('a long agent session: tool results are not kept whole, and each is still c
   for (const i of [0, 1500, 2999]) assert.equal(await provider.provideTokenCount(model, toolResult(i), token), 99);
   assert.equal(calls.length, 3000, 'still known, without a round trip');
   const restarted = new TokenCounter(rpc);
+  restarted.useKey(KEY);
   restarted.restore(JSON.parse(JSON.stringify(provider.tokens.snapshot())));
   assert.equal(restarted.known('m', `\u0001${JSON.stringify(serializeMessage(toolResult(7), false))}`), 99, 'and after a restart');
 });

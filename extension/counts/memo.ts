@@ -4,9 +4,10 @@
 // counts, unscaled: Copilot measures the messages with its own o200k tokenizer, and the model's window
 // is advertised in the same unit (rfcs/0004-token-accounting.md, "One budget unit").
 import * as crypto from 'node:crypto';
-import type { Rpc } from './sidecar/rpc';
-import { checkCounts, MAX_COUNT, type MessageText, type SavedCounts } from './saved';
-import type { MessageIn } from './contract';
+import type { MessageIn } from '../contract';
+import type { Rpc } from '../sidecar/rpc';
+import { keyedDigest, type HashKey } from './key';
+import { checkCounts, MAX_COUNT, PERSIST_LIMIT, type MessageText, type SavedCounts } from './shapes';
 
 interface Pending {
   model: string;
@@ -26,12 +27,11 @@ interface Flight {
 }
 
 const SLICE = 1 << 20; // characters per request for a huge text
-export const PERSIST_LIMIT = 1 << 16; // longer texts are remembered in memory only
-/** Characters of the texts the memory holds, in all (as the sidecar's memo, tokens.py MEMO_CHARS):
- * an agent session's tool results would otherwise stay for good, 100,000 of them at 4 KB each. */
+/** Characters of the texts the memory holds, in all (as the sidecar's memo, tokenizer.py MEMO_CHARS):
+ * an agent session's tool results would otherwise stay for good (rfcs/0005-performance.md, "The soak"). */
 export const MEMO_CHARS = 8 << 20;
 /** A message that is not one text part (a tool call, a tool result) is remembered under its JSON;
- * past this length, under a SHA-1 of it (the one the saved counts use): its JSON is built afresh for
+ * past this length, under a keyed hash of it (the one the saved counts use): its JSON is built afresh for
  * every call anyway, so hashing it costs about what looking the text up would, and the memory keeps
  * 28 characters instead of the message. */
 export const HASH_MESSAGES_OVER = 256;
@@ -62,11 +62,16 @@ export class TokenCounter {
   private chars = 0;
   private plainChars = 0;
   // What is saved (token-counts.json): tool strings as `tokenizer NUL text` (public, and read back
-  // into the memo without hashing), everything else under a SHA-1 of it, so no prompt text is stored
-  // there. A count is hashed once, when it is learned (after a round trip), never per save or per call.
+  // into the memo without hashing), everything else under an HMAC of it (key.ts), so no prompt text is
+  // stored there and none can be confirmed from it. A count is hashed once, when it is learned (after
+  // a round trip), never per save or per call. Until the profile's key answers (useKey), the hashes
+  // are made with a key of this session's, and nothing hashed is saved.
   // The newest messages' texts go to message-counts.json too, sealed (textsToSeal(), sealed.ts).
   private readonly plain = new Map<string, number>();
   private readonly hashed = new Map<string, number>();
+  private hashKey: HashKey = { key: crypto.randomBytes(32), id: '' }; // id '' until useKey()
+  // The hashed counts token-counts.json held under a key id, kept until the profile's key answers.
+  private waiting: { id: string; hashed: Record<string, number> } | undefined;
   // Messages by tokenizer → role → text of their one text part, or by object (rfcs/0004).
   private readonly messageTexts = new Map<string, Map<number, Held>>();
   private readonly byObject = new WeakMap<object, Map<string, number>>();
@@ -155,15 +160,15 @@ export class TokenCounter {
   /** A message, which Copilot builds afresh for every call. A message that is one plain text part
    * (`soleText`, most of them) is found by role and that text: the same string object every time, whose
    * hash V8 keeps, where serialising it would cost a JSON string per call. After a restart it is found
-   * on disk under one SHA-1 of `tokenizer + role + text`, taken once per message: about what hashing
-   * the text into a Map costs (rfcs/0004). Other messages are found by object, then by their JSON. */
+   * on disk under one keyed hash of `tokenizer + role + text`, taken once per message (rfcs/0005,
+   * "Keyed hashes in token-counts.json"). Other messages are found by object, then by their JSON. */
   countMessage(model: string, message: object, role: number, soleText: string | undefined, serialize: () => MessageIn): Promise<number> {
     const key = this.keyFor(model);
     if (soleText === undefined) return this.countOther(model, key, message, serialize);
     const byText = this.soleTexts(key, role);
     const known = byText.counts.get(soleText);
     if (known !== undefined) return Promise.resolve(known);
-    const digest = soleText.length <= PERSIST_LIMIT && hash(`${key}\u0000\u0002${role}\u0000${soleText}`);
+    const digest = soleText.length <= PERSIST_LIMIT && this.hash(`${key}\u0000\u0002${role}\u0000${soleText}`);
     const saved = digest ? this.hashed.get(digest) : undefined;
     if (saved !== undefined) {
       this.hold(byText, soleText, saved);
@@ -252,7 +257,28 @@ export class TokenCounter {
   snapshot(): SavedCounts | undefined {
     if (!this.dirty) return undefined;
     this.dirty = false;
-    return { plain: Object.fromEntries(this.plain), hashed: Object.fromEntries(this.hashed) };
+    const plain = Object.fromEntries(this.plain);
+    return this.hashKey.id ? { key: this.hashKey.id, plain, hashed: Object.fromEntries(this.hashed) } : { plain, hashed: {} };
+  }
+
+  /** The key the hashed counts are made with from now on (the profile's, key.ts): what was hashed
+   * with another (this session's, before the keychain answered) is found no more, and counted again
+   * if asked; what token-counts.json held under this key is restored. */
+  useKey(hashKey: HashKey): void {
+    if (hashKey.id === this.hashKey.id) return;
+    if (this.hashed.size) {
+      this.hashed.clear();
+      this.dirty = true;
+    }
+    this.hashKey = hashKey;
+    if (this.waiting?.id === hashKey.id) for (const [digest, count] of Object.entries(this.waiting.hashed)) this.save(this.hashed, digest, count, false);
+    else if (this.waiting && Object.keys(this.waiting.hashed).length) this.dirty = true; // another key's: the file is rewritten without them
+    this.waiting = undefined;
+  }
+
+  /** The id of the key the hashed counts are made with; '' until useKey(). */
+  get keyId(): string {
+    return this.hashKey.id;
   }
 
   /** The messages of one text part held in memory, for message-counts.json (sealed.ts): the newest of
@@ -282,8 +308,11 @@ export class TokenCounter {
     for (const [key, role, text, count] of texts) this.hold(this.soleTexts(key, role), text, count);
   }
 
-  /** Loads what snapshot() saved, checked entry by entry (see saved.ts); returns how many entries
-   * were dropped. Dropped entries make the next snapshot rewrite the file without them. */
+  /** Loads what snapshot() saved, checked entry by entry (see shapes.ts); returns how many entries
+   * were dropped. Dropped entries make the next snapshot rewrite the file without them. Hashed counts
+   * are trusted under the key they name only: at once when it is ours, once useKey() brings it
+   * otherwise; those of a file without a key (before keys: unsalted) never, and the next snapshot
+   * rewrites the file without them. */
   restore(saved: unknown): number {
     const { value, dropped } = checkCounts(saved);
     const entries = Object.entries(value.plain);
@@ -296,7 +325,13 @@ export class TokenCounter {
       this.remember(split[i][0], split[i][1], count);
       this.save(this.plain, entry, count, false);
     });
-    for (const [digest, count] of Object.entries(value.hashed)) this.save(this.hashed, digest, count, false);
+    if (value.key !== undefined && value.key === this.hashKey.id) {
+      for (const [digest, count] of Object.entries(value.hashed)) this.save(this.hashed, digest, count, false);
+    } else if (value.key !== undefined && !this.hashKey.id) {
+      this.waiting = { id: value.key, hashed: value.hashed };
+    } else if (Object.keys(value.hashed).length) {
+      this.dirty = true;
+    }
     this.dirty ||= dropped > 0;
     return dropped;
   }
@@ -314,7 +349,7 @@ export class TokenCounter {
 
   private fromDisk(key: string, text: string): number | undefined {
     if (this.hashed.size === 0 || text.length > PERSIST_LIMIT) return undefined;
-    const count = this.hashed.get(hash(keyOf(key, text)));
+    const count = this.hashed.get(this.hash(keyOf(key, text)));
     if (count !== undefined && !byHash(text)) this.remember(key, text, count);
     return count;
   }
@@ -342,7 +377,11 @@ export class TokenCounter {
     if (isPublic || !byHash(text)) this.remember(key, text, count);
     const entry = keyOf(key, text);
     if (isPublic) this.save(this.plain, entry, count);
-    else this.save(this.hashed, hash(entry), count);
+    else this.save(this.hashed, this.hash(entry), count);
+  }
+
+  private hash(entry: string): string {
+    return keyedDigest(this.hashKey.key, entry);
   }
 
   /** Bounded like the memo: the oldest entries go first (a Map keeps insertion order); the public
@@ -403,7 +442,7 @@ export class TokenCounter {
   }
 }
 
-/** A message kept by the SHA-1 of its JSON rather than by the JSON (HASH_MESSAGES_OVER). */
+/** A message kept by the keyed hash of its JSON rather than by the JSON (HASH_MESSAGES_OVER). */
 function byHash(text: string): boolean {
   return text.length > HASH_MESSAGES_OVER && text.length <= PERSIST_LIMIT && text.charCodeAt(0) === 1;
 }
@@ -423,7 +462,7 @@ function checkedCounts(counts: unknown, expected: number): number[] {
 
 /** A long text cut where no o200k or cl100k token can span the cut, so the slices' counts add up
  * exactly: before a space that follows a non-space, or after a newline that precedes a non-space other
- * than "/". The sidecar cuts by the same rule (`pieces` in tokens.py, whose tests check the sums).
+ * than "/". The sidecar cuts by the same rule (`pieces` in tokenizer.py, whose tests check the sums).
  * Anything either language calls a space counts as one here, which only ever removes cut points. */
 export function slices(text: string, size: number): string[] {
   const out: string[] = [];
@@ -470,13 +509,6 @@ function splitEntry(entry: string): [string, string] {
   return [entry.slice(0, at), entry.slice(at + 1)];
 }
 
-// One-shot hashing (Node ≥ 20.12, VS Code's Electron has it) is twice as fast as a Hash object.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64') => string }).hash;
-
-function hash(key: string): string {
-  return oneShot ? oneShot('sha1', key, 'base64') : crypto.createHash('sha1').update(key).digest('base64');
-}
-
 function groupByModel(batch: Pending[]): Map<string, Pending[]> {
   const groups = new Map<string, Pending[]>();
   for (const p of batch) {
@@ -485,68 +517,4 @@ function groupByModel(batch: Pending[]): Map<string, Pending[]> {
     else groups.set(p.model, [p]);
   }
   return groups;
-}
-
-/** The strings Copilot asks counts for when it budgets tools, in the order it asks: every key and
- * truthy string value of `{name, description, parameters}`, walked recursively (array indices are
- * keys too; an empty key is never asked), as Copilot Chat's ExtensionContributedChatTokenizer walks
- * them. */
-export interface ToolInfo {
-  name: string;
-  description: string;
-  inputSchema?: object | undefined;
-}
-
-/** How much of the tools a walk takes. A tool's schema comes from any extension or MCP server: what
- * lies past these bounds is not prefetched, only counted if Copilot asks for it. */
-export interface WalkLimits {
-  /** Strings and characters in all. */
-  strings: number;
-  chars: number;
-  /** Strings and characters of one tool: one huge schema does not crowd out the others. */
-  toolStrings: number;
-  toolChars: number;
-  depth: number;
-  /** A longer string is left out (it costs a request of its own whenever it is asked). */
-  longest: number;
-}
-
-const UNBOUNDED: WalkLimits = { strings: Infinity, chars: Infinity, toolStrings: Infinity, toolChars: Infinity, depth: Infinity, longest: Infinity };
-
-export function toolStrings(tools: readonly ToolInfo[], limits: WalkLimits = UNBOUNDED): string[] {
-  const out: string[] = [];
-  let chars = 0;
-  let toolStart = 0;
-  let toolChars = 0;
-  const take = (text: string): boolean => {
-    if (text.length > limits.longest) return true;
-    if (out.length - toolStart >= limits.toolStrings || toolChars + text.length > limits.toolChars) return false;
-    if (out.length >= limits.strings || chars + text.length > limits.chars) return false;
-    out.push(text);
-    chars += text.length;
-    toolChars += text.length;
-    return true;
-  };
-  // False once a limit is reached: the walk of this tool ends there.
-  const walk = (object: object, depth: number): boolean => {
-    if (depth > limits.depth) return true;
-    for (const key of Object.keys(object)) {
-      const value: unknown = (object as Record<string, unknown>)[key];
-      if (!value) continue;
-      if (key && !take(key)) return false;
-      if (typeof value === 'string' ? !take(value) : typeof value === 'object' && !walk(value, depth + 1)) return false;
-    }
-    return true;
-  };
-  for (const tool of tools) {
-    if (out.length >= limits.strings || chars >= limits.chars) break;
-    toolStart = out.length;
-    toolChars = 0;
-    try {
-      walk({ name: tool.name, description: tool.description, parameters: tool.inputSchema }, 0);
-    } catch {
-      // A schema that cannot be walked (a getter or proxy that throws): its strings are counted if asked.
-    }
-  }
-  return out;
 }

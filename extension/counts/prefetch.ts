@@ -3,7 +3,8 @@
 // their strings are counted in the background once the model list has been served, looked at again
 // when they may have changed, and on a miss. The work runs in timers, never in activation or under a
 // stream, in bounded batches the sidecar counts once its tokenizer has loaded on its own.
-import { PERSIST_LIMIT, TokenCounter, ToolInfo, toolStrings, WalkLimits } from './tokens';
+import type { TokenCounter } from './memo';
+import { PERSIST_LIMIT } from './shapes';
 
 /** After the model list is served: activation and the list come first. */
 export const PREFETCH_DELAY_MS = 200;
@@ -152,4 +153,68 @@ function* batches(strings: readonly string[]): Generator<string[]> {
     chars += text.length;
   }
   if (batch.length) yield batch;
+}
+
+/** The strings Copilot asks counts for when it budgets tools, in the order it asks: every key and
+ * truthy string value of `{name, description, parameters}`, walked recursively (array indices are
+ * keys too; an empty key is never asked), as Copilot Chat's ExtensionContributedChatTokenizer walks
+ * them. */
+export interface ToolInfo {
+  name: string;
+  description: string;
+  inputSchema?: object | undefined;
+}
+
+/** How much of the tools a walk takes. A tool's schema comes from any extension or MCP server: what
+ * lies past these bounds is not prefetched, only counted if Copilot asks for it. */
+export interface WalkLimits {
+  /** Strings and characters in all. */
+  strings: number;
+  chars: number;
+  /** Strings and characters of one tool: one huge schema does not crowd out the others. */
+  toolStrings: number;
+  toolChars: number;
+  depth: number;
+  /** A longer string is left out (it costs a request of its own whenever it is asked). */
+  longest: number;
+}
+
+const UNBOUNDED: WalkLimits = { strings: Infinity, chars: Infinity, toolStrings: Infinity, toolChars: Infinity, depth: Infinity, longest: Infinity };
+
+export function toolStrings(tools: readonly ToolInfo[], limits: WalkLimits = UNBOUNDED): string[] {
+  const out: string[] = [];
+  let chars = 0;
+  let toolStart = 0;
+  let toolChars = 0;
+  const take = (text: string): boolean => {
+    if (text.length > limits.longest) return true;
+    if (out.length - toolStart >= limits.toolStrings || toolChars + text.length > limits.toolChars) return false;
+    if (out.length >= limits.strings || chars + text.length > limits.chars) return false;
+    out.push(text);
+    chars += text.length;
+    toolChars += text.length;
+    return true;
+  };
+  // False once a limit is reached: the walk of this tool ends there.
+  const walk = (object: object, depth: number): boolean => {
+    if (depth > limits.depth) return true;
+    for (const key of Object.keys(object)) {
+      const value: unknown = (object as Record<string, unknown>)[key];
+      if (!value) continue;
+      if (key && !take(key)) return false;
+      if (typeof value === 'string' ? !take(value) : typeof value === 'object' && !walk(value, depth + 1)) return false;
+    }
+    return true;
+  };
+  for (const tool of tools) {
+    if (out.length >= limits.strings || chars >= limits.chars) break;
+    toolStart = out.length;
+    toolChars = 0;
+    try {
+      walk({ name: tool.name, description: tool.description, parameters: tool.inputSchema }, 0);
+    } catch {
+      // A schema that cannot be walked (a getter or proxy that throws): its strings are counted if asked.
+    }
+  }
+  return out;
 }

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_lm import tokens
+from gateway_lm import tokenizer
 from gateway_lm.messages import MessageIn
-from gateway_lm.tokens import (
+from gateway_lm.tokenizer import (
     MAX_UNCUT,
     PIECE,
     RUN_PIECE,
@@ -107,7 +107,7 @@ def test_pieces_are_bounded_where_the_text_allows_it() -> None:
 # What one count of a span without a cut point costs, in a process of its own: its peak memory.
 HUGE_RUN = """
 import random, resource, string
-from gateway_lm.tokens import count_text, encoding
+from gateway_lm.tokenizer import count_text, encoding
 encoding("o200k_base").encode_ordinary("warm")
 text = "".join(random.Random(7).choices(string.ascii_lowercase, k=8_000_000))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -140,12 +140,12 @@ def test_a_long_text_counted_again_is_answered_from_memory_with_its_exact_count(
 ) -> None:
     # An agent loop sends its history again every turn, as new string objects: equal texts count once.
     text = "".join(f"line {i}: the history an agent loop sends again\n" for i in range(200))
-    assert tokens.MEMO_MIN <= len(text) <= tokens.MEMO_MAX
+    assert tokenizer.MEMO_MIN <= len(text) <= tokenizer.MEMO_MAX
     exact = len(encoding("o200k_base").encode_ordinary(text))
     assert count_text("anthropic/claude", text) == exact
     encoded: list[str] = []
-    real = tokens.encoding
-    monkeypatch.setattr(tokens, "encoding", lambda name: encoded.append(name) or real(name))
+    real = tokenizer.encoding
+    monkeypatch.setattr(tokenizer, "encoding", lambda name: encoded.append(name) or real(name))
     assert count_text("anthropic/claude", "".join(list(text))) == exact  # an equal text, another object
     assert encoded == []
     assert count_text("openai/gpt-4", text) == len(encoding("cl100k_base").encode_ordinary(text))
@@ -155,7 +155,7 @@ def test_a_long_text_counted_again_is_answered_from_memory_with_its_exact_count(
 
 
 def test_the_remembered_counts_stay_within_their_bound_oldest_out_first() -> None:
-    counts = tokens._Counts(max_chars=10_000)
+    counts = tokenizer._Counts(max_chars=10_000)
     for n in range(10):
         counts.put(("o200k_base", f"{n:04d}" + "x" * 2996), n)
     assert counts.chars <= 10_000
