@@ -24,7 +24,7 @@ function check(markdown: string, name = 'doc.md'): { status: number | null; outp
 test('names that exist pass: files, folders, modules and their symbols, settings, run-time files', () => {
   const good = check(
     'See `server/gateway_lm/spend/ledger.py`, `ledger.py`, `extension/webview/`, `history.GUARD_READ_TIMEOUT_S`, ' +
-      '`methods.Sidecar._priced`, `approval.Approvals`, `spend.maxDailyCost` (a setting), `usage.sqlite3`, `vscode.lm` and [RFC](rfcs/0006-spend.md).',
+      '`chats.ChatService._priced`, `approval.Approvals`, `spend.maxDailyCost` (a setting), `usage.sqlite3`, `vscode.lm` and [RFC](rfcs/0006-spend.md).',
   );
   assert.equal(good.status, 0, good.output);
 });
