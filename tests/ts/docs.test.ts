@@ -21,6 +21,12 @@ function check(markdown: string, name = 'doc.md'): { status: number | null; outp
   }
 }
 
+/** The check failed, and its output names each of `expected`. */
+function assertFails(run: { status: number | null; output: string }, expected: string[]): void {
+  assert.equal(run.status, 1, run.output);
+  for (const line of expected) assert.ok(run.output.includes(line), `${line}\n${run.output}`);
+}
+
 test('names that exist pass: files, folders, modules and their symbols, settings, run-time files', () => {
   const good = check(
     'See `server/gateway_lm/spend/ledger.py`, `ledger.py`, `extension/webview/`, `history.GUARD_READ_TIMEOUT_S`, ' +
@@ -33,16 +39,13 @@ test('a stale file, module symbol or link fails with the doc and line', () => {
   const bad = check(
     'Line one.\nThe settings are `messages.Settings` (once `protocol.Settings`); see `server/gateway_lm/gone.py`, `nothere.ts` and [x](rfcs/9999-none.md).\n',
   );
-  assert.equal(bad.status, 1);
-  for (const expected of [
+  assertFails(bad, [
     "doc.md:2: `messages.Settings`: 'messages' defines no 'Settings'",
     "`protocol.Settings`: 'protocol' is no module now (see messages)",
     "no file or folder 'server/gateway_lm/gone.py'",
     "no file named 'nothere.ts'",
     "no file or folder 'rfcs/9999-none.md'",
-  ]) {
-    assert.ok(bad.output.includes(expected), `${expected}\n${bad.output}`);
-  }
+  ]);
 });
 
 test('README.md is the Marketplace page: at most 150 lines, for the people who install it', () => {
@@ -89,14 +92,11 @@ test("a comment's stale path, uncited figure, or figure its section does not hol
     ].join('\n'),
     'code.ts',
   );
-  assert.equal(bad.status, 1);
-  for (const expected of [
+  assertFails(bad, [
     "code.ts:1: extension/session.ts: no file or folder 'extension/session.ts'",
     "code.ts:4: '4 ms' is a measured figure: cite the section of rfcs/0005-performance.md that holds it",
     "code.ts:6: '0.987 s': no section it cites of rfcs/0005-performance.md holds 0.987",
-  ]) {
-    assert.ok(bad.output.includes(expected), `${expected}\n${bad.output}`);
-  }
+  ]);
 });
 
 test('Python comments and docstrings are read, and its strings are not', () => {
@@ -106,13 +106,10 @@ test('Python comments and docstrings are read, and its strings are not', () => {
     ),
     'code.py',
   );
-  assert.equal(bad.status, 1);
-  for (const expected of [
+  assertFails(bad, [
     "code.py:1: '0.35 s' is a measured figure",
     "code.py:1: gateway_lm/history.py: no path ends in 'gateway_lm/history.py'",
     "code.py:2: tests/gone.py: no file or folder 'tests/gone.py'",
-  ]) {
-    assert.ok(bad.output.includes(expected), `${expected}\n${bad.output}`);
-  }
+  ]);
   assert.ok(!bad.output.includes('extension/gone.ts'), bad.output);
 });
