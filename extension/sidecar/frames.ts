@@ -11,6 +11,8 @@ import { AbstractMessageReader, AbstractMessageWriter, DataCallback, Disposable,
 
 const HEADER_END = Buffer.from('\r\n\r\n', 'latin1');
 const CONTENT_LENGTH = Buffer.from('Content-Length: ', 'latin1');
+// The header line pygls writes after the length (its JsonRPCProtocol.CONTENT_TYPE and CHARSET).
+const PYGLS_TYPE = Buffer.from('\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8', 'latin1');
 const MAX_HEADER = 8 * 1024;
 const EMPTY = Buffer.alloc(0);
 // The sidecar caps one gateway event at 16 MiB (server/gateway_lm/sse.py); JSON escaping can grow it
@@ -147,10 +149,13 @@ export class FrameReader extends AbstractMessageReader {
   }
 }
 
-/** The length of a header block that is only `Content-Length: <digits>`, as the sidecar writes
- * its parts, read from the bytes: string and regex work here ran cold at ~0.05 ms per first part. */
-function plainContentLength(buffer: Buffer, end: number): number | undefined {
+/** The length of a header block that is only `Content-Length: <digits>`, or that followed by the
+ * one Content-Type pygls writes (every frame the sidecar writes), read from the bytes: string and
+ * regex work here ran cold at ~0.05 ms per first part. */
+function plainContentLength(buffer: Buffer, headersEnd: number): number | undefined {
   const start = CONTENT_LENGTH.length;
+  const typed = headersEnd > start + PYGLS_TYPE.length && buffer.compare(PYGLS_TYPE, 0, PYGLS_TYPE.length, headersEnd - PYGLS_TYPE.length, headersEnd) === 0;
+  const end = typed ? headersEnd - PYGLS_TYPE.length : headersEnd;
   if (end <= start || end > start + 10 || buffer.compare(CONTENT_LENGTH, 0, start, 0, start) !== 0) return undefined;
   let length = 0;
   for (let at = start; at < end; at++) {
