@@ -1,6 +1,6 @@
 // The `vscode` module for the shipped bundle under plain Node: the test stub's real classes and enum
-// values, plus what activate() and vscode-languageclient touch (the language model registry, commands,
-// events, output channels). Members nobody relies on answer with a no-op, so the client can start.
+// values, plus what activate() touches (the language model registry, commands,
+// events, output channels). Members nobody relies on answer with a no-op.
 'use strict';
 const stub = require('./from-tests.cjs').vscodeStub();
 

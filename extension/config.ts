@@ -5,8 +5,10 @@ import * as vscode from 'vscode';
 
 export const SECTION = 'vercelAiGateway';
 export const VENDOR = 'vercel-ai-gateway';
-/** vscode-languageclient's id for the sidecar's client (it also names a `.trace.server` setting). */
-export const CLIENT_ID = SECTION;
+/** Under SECTION: how much of each message to the sidecar and back the log traces while it is at
+ * Trace ('messages', or 'verbose' with params), the setting a language client would read
+ * (extension/sidecar/session.ts). Not in package.json: a developer's switch. */
+export const TRACE_SERVER = 'trace.server';
 /** Where a release before provider groups kept the API key in VS Code's secret storage; a key found
  * there is moved into a group (extension/keys.ts, rfcs/0010). */
 export const SECRET_API_KEY = `${SECTION}.apiKey`;

@@ -128,10 +128,10 @@ function checkPath(ref) {
   return basenames.has(clean) ? undefined : `no file named '${clean}'`;
 }
 
-// Modules that were renamed, merged or removed (issue 23): a doc naming `protocol.Settings` names a
+// Modules that were renamed, merged or removed (issue 23): a doc naming `usagePanel.show` names a
 // module no longer there, which the lookup below would take for someone else's (`vscode.lm`).
+// (`protocol`, once merged into `messages`, is a module again since issue 37: `rpc/protocol.py`.)
 const FORMER = new Map([
-  ['protocol', 'messages'],
   ['models', 'catalogue'],
   ['spend', 'lookups, prices or ledger'],
   ['cli_spend', 'cli'],

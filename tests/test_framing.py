@@ -1,12 +1,23 @@
-"""The stdin framer alone: the same messages however the bytes are split, and bounded garbage."""
+"""The sidecar's stdin as pygls reads it: pygls' own loop (`run_async`) over the bounded stream
+(rpc/stdio.py) gets the same messages however the bytes are split, answers what it cannot read by
+its id, and holds no garbage."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+import threading
+from typing import Any, cast
 
-from gateway_lm.rpc.framing import PARSE_ERROR, Fault, Framer
-from gateway_lm.rpc.stdio import parse
+import pytest
+from pygls.io_ import run_async
+
+from gateway_lm.rpc.codes import PARSE_ERROR
+from gateway_lm.rpc.framing import Fault
+from gateway_lm.rpc.protocol import checked
+from gateway_lm.rpc.stdio import Stdin
+
+pytestmark = pytest.mark.asyncio
 
 
 def frame(body: bytes, length: int | None = None, extra: bytes = b"") -> bytes:
@@ -17,11 +28,40 @@ def message(msg_id: int) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "m", "params": {"s": "Content-Length: 5"}}).encode()
 
 
-def feed_all(framer: Framer, data: bytes, step: int) -> list[Any]:
-    out: list[Any] = []
-    for start in range(0, len(data), step):
-        out.extend(framer.feed(data[start : start + step]))
-    return [bytes(item) if isinstance(item, bytearray) else item for item in out]
+class Pipe:
+    """An asyncio stream's `read`, a piece at a time, counting what the reader holds."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self.pieces = [data[start : start + step] for start in range(0, len(data), step)]
+
+    async def read(self, n: int) -> bytes:
+        await asyncio.sleep(0)
+        return self.pieces.pop(0) if self.pieces else b""
+
+
+class Recorder:
+    """What pygls hands the protocol: each message, as the sidecar's protocol sees it."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+
+    def structure_message(self, data: Any) -> Any:
+        return data
+
+    def handle_message(self, message: Any) -> None:
+        self.messages.append(message)
+
+
+async def pygls_reads(data: bytes, step: int, max_body: int | None = None) -> tuple[list[Any], list[Fault], Stdin]:
+    stdin = Stdin(cast(asyncio.StreamReader, Pipe(data, step)), *([max_body] if max_body else []))
+    recorder, faults = Recorder(), []
+    await run_async(
+        stop_event=threading.Event(),
+        reader=stdin,
+        protocol=cast(Any, recorder),
+        error_handler=lambda error, _source: faults.append(stdin.fault_for(error)),
+    )
+    return recorder.messages, faults, stdin
 
 
 STREAM = (
@@ -37,43 +77,46 @@ STREAM = (
 )
 
 
-def test_the_same_messages_however_the_bytes_are_split() -> None:
+async def test_the_same_messages_however_the_bytes_are_split() -> None:
     for step in (1, 2, 7, 64, len(STREAM)):
-        out = feed_all(Framer(), STREAM, step)
-        bodies = [item for item in out if isinstance(item, bytes)]
-        faults = [item for item in out if isinstance(item, Fault)]
-        assert bodies == [message(1), message(2), message(3), message(5), message(7)], step
+        messages, faults, _ = await pygls_reads(STREAM, step)
+        assert [m["id"] for m in messages] == [1, 2, 3, 5, 7], step
         assert [(f.code, f.msg_id) for f in faults] == [(PARSE_ERROR, 4), (PARSE_ERROR, 6)], step
 
 
-def test_an_oversized_body_is_answered_with_its_id_and_never_held() -> None:
-    framer = Framer(max_body=1000)
+async def test_an_oversized_body_is_answered_with_its_id_and_never_held() -> None:
     body = b'{"jsonrpc":"2.0","id":"big","method":"m","params":"' + b"z" * 5000 + b'"}'
-    out = feed_all(framer, frame(body) + frame(message(6)), 100)
-    assert isinstance(out[0], Fault) and out[0].msg_id == "big" and "limit" in out[0].message
-    assert out[1:] == [message(6)]
-    assert len(framer._buf) == 0
+    messages, faults, _ = await pygls_reads(frame(body) + frame(message(6)), 100, max_body=1000)
+    assert [(f.msg_id, "limit" in f.message) for f in faults] == [("big", True)]
+    assert [m["id"] for m in messages] == [6]
 
 
-def test_garbage_is_not_accumulated() -> None:
-    framer = Framer()
-    for _ in range(50):
-        assert framer.feed(b"g" * 100_000) == []
-        assert len(framer._buf) < 64
-    assert [bytes(b) for b in framer.feed(frame(message(7))) if isinstance(b, bytearray)] == [message(7)]
+async def test_garbage_is_not_accumulated() -> None:
+    stdin = Stdin(cast(asyncio.StreamReader, Pipe(b"g" * 5_000_000 + frame(message(7)), 100_000)))
+    longest = 0
+    while line := await stdin.readline():
+        longest = max(longest, len(line))
+        if line.startswith(b"Content-Length"):
+            break
+    assert longest < 110_000 and line == b"Content-Length: %d\r\n" % len(message(7))
 
 
-def test_a_header_block_that_never_ends_is_skipped() -> None:
-    framer = Framer()
-    assert framer.feed(b"Content-Length: 5\r\n" + b"X-Long: " + b"a" * 20_000) == []
-    assert len(framer._buf) < 10_000
-    assert [bytes(b) for b in framer.feed(b"\r\n\r\n" + frame(message(8))) if isinstance(b, bytearray)] == [message(8)]
+async def test_a_header_block_that_never_ends_is_skipped() -> None:
+    data = b"Content-Length: 5\r\n" + b"X-Long: " + b"a" * 20_000 + b"\r\n\r\n" + frame(message(8))
+    messages, faults, _ = await pygls_reads(data, 1000)
+    assert [m["id"] for m in messages] == [8]
+    assert [f.msg_id for f in faults] in ([], [None])  # the cut-off block's length is not believed
 
 
-def test_params_are_optional_and_ids_are_checked() -> None:
-    assert parse(b'{"jsonrpc":"2.0","id":1,"method":"m"}') == {"jsonrpc": "2.0", "id": 1, "method": "m", "params": None}
-    for bad in (b'{"jsonrpc":"2.0","id":true,"method":"m"}', b'{"jsonrpc":"2.0","id":null,"method":"m"}'):
-        fault = parse(bad)
+async def test_params_are_optional_and_ids_are_checked() -> None:
+    assert checked({"jsonrpc": "2.0", "id": 1, "method": "m"}) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "m",
+        "params": None,
+    }
+    for bad in ({"jsonrpc": "2.0", "id": True, "method": "m"}, {"jsonrpc": "2.0", "id": None, "method": "m"}):
+        fault = checked(bad)
         assert isinstance(fault, Fault) and fault.msg_id is None and fault.answer
-    notification = parse(b'{"jsonrpc":"1.0","method":"m"}')
+    notification = checked({"jsonrpc": "1.0", "method": "m"})
     assert isinstance(notification, Fault) and not notification.answer

@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-import math
 from typing import Any
 
 import pytest
 import tiktoken
-from pygls.io_ import StdoutWriter
 from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
 from gateway_lm.httpx_sse_hooks import SSELineDecoder
-from gateway_lm.pygls_hooks import stop_event
-from gateway_lm.rpc.methods import build_server
 from gateway_lm.tiktoken_hooks import encoding_spec, without_python_ranks
 from gateway_lm.tokenizer import shipped_ranks
 
@@ -34,40 +29,6 @@ def sent(out: io.BytesIO) -> list[Any]:
         messages.append(json.loads(rest[:length], parse_constant=lambda name: pytest.fail(f"{name} on the wire")))
         data = rest[length:]
     return messages
-
-
-# ---- pygls ----
-
-
-def test_pygls_writes_its_own_answers_and_notifications_through_send_data(caplog: pytest.LogCaptureFixture) -> None:
-    """`_send_data`, `_serialize_message` and `_include_headers`: a response pygls makes for a
-    handler, and a notification sent with its public `notify()`, both pass our strict encoder."""
-    server, _ = build_server()
-
-    @server.feature("test/nan")
-    def nan(params: Any) -> dict[str, float]:
-        return {"factor": float("nan")}
-
-    out = io.BytesIO()
-    server.protocol.set_writer(StdoutWriter(out))
-    with caplog.at_level(logging.ERROR, logger="gateway_lm"):
-        request = {"jsonrpc": "2.0", "id": 3, "method": "test/nan", "params": None}
-        server.protocol.handle_message(server.protocol.structure_message(request))
-        server.protocol.notify("gateway/calibration", {"model": "m", "factor": math.inf})
-        server.protocol.notify("gateway/calibration", {"model": "m", "factor": 1.5})
-    answer, notification = sent(out)
-    assert answer["id"] == 3 and answer["error"]["data"]["kind"] == "internal"
-    assert notification["params"] == {"model": "m", "factor": 1.5}
-    assert "dropped a gateway/calibration message" in caplog.text
-
-
-def test_pygls_shutdown_sets_the_stop_event_our_loop_watches() -> None:
-    """`_stop_event`: what `shutdown()` sets."""
-    server, _ = build_server()
-    stop = stop_event(server)
-    assert not stop.is_set()
-    server.shutdown()  # type: ignore[no-untyped-call]
-    assert stop.is_set()
 
 
 # ---- httpx-sse ----

@@ -1,4 +1,5 @@
-"""gateway/parts coalescing: what the extension receives is what the stream said, in fewer parts."""
+"""gateway/parts coalescing: what the extension receives is what the stream said, in fewer parts,
+each notification written by pygls (the sidecar's protocol over the pipe writer serve.py gives it)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 
 from gateway_lm.messages import PartOut
-from gateway_lm.rpc.outbox import Outbox, PipeWriter, coalesced, stdout_writer
+from gateway_lm.rpc.methods import build_server
+from gateway_lm.rpc.outbox import Outbox, PipeWriter, StdoutWriter, coalesced, stdout_writer
 
 
 def text(value: str) -> PartOut:
@@ -29,11 +31,23 @@ def test_adjacent_text_and_same_item_thinking_join_and_nothing_else_moves() -> N
     assert coalesced([text("only")]) == [text("only")]
 
 
+def pygls_outbox(writer: PipeWriter | StdoutWriter) -> Outbox:
+    """The sidecar's outbox, as serve.py wires it: pygls writes, the outbox watches the pipe."""
+    server, sidecar = build_server()
+    server.protocol.set_writer(writer)
+    sidecar.outbox.attach(writer)
+    return sidecar.outbox
+
+
+def _length(header: bytes) -> int:
+    return int(header.split(b"\r\n")[0].split(b":")[1])
+
+
 def frames(data: bytes) -> list[dict[str, Any]]:
     messages = []
     while data:
         header, _, rest = data.partition(b"\r\n\r\n")
-        length = int(header.split(b":")[1])
+        length = _length(header)
         messages.append(json.loads(rest[:length]))
         data = rest[length:]
     return messages
@@ -44,7 +58,7 @@ async def test_a_burst_leaves_as_one_notification_after_the_first_and_results_ne
     read_end, write_end = os.pipe()
     writer = await stdout_writer(os.fdopen(write_end, "wb", buffering=0))
     assert isinstance(writer, PipeWriter)
-    outbox = Outbox(writer)
+    outbox = pygls_outbox(writer)
     outbox.post("r1", [text("first")])  # an idle pipe: written at once
     for n in range(100):
         outbox.post("r1", [text(f" {n}")])  # the same loop turn: gathered
@@ -68,7 +82,7 @@ async def test_a_burst_leaves_as_one_notification_after_the_first_and_results_ne
 async def test_a_full_pipe_gathers_parts_until_it_drains() -> None:
     read_end, write_end = os.pipe()
     writer = await stdout_writer(os.fdopen(write_end, "wb", buffering=0))
-    outbox = Outbox(writer)
+    outbox = pygls_outbox(writer)
     outbox.post("r", [text("x" * (1 << 20))])  # more than the pipe holds: a backlog remains
     await asyncio.sleep(0.01)
     for n in range(50):
@@ -96,7 +110,7 @@ def _complete_prefix(data: bytes) -> int:
         header, sep, rest = data[end:].partition(b"\r\n\r\n")
         if not sep:
             return end
-        length = int(header.split(b":")[1])
+        length = _length(header)
         if len(rest) < length:
             return end
         end += len(header) + len(sep) + length

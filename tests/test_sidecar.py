@@ -144,8 +144,8 @@ async def test_a_huge_count_does_not_hold_up_a_chat_and_stops_when_cancelled(sid
 
 
 async def test_counts_answered_in_place_keep_the_error_contract(sidecar: Sidecar) -> None:
-    # Small counts skip pygls' dispatch (stdio.py): bad params still get -32602 bad_request, and
-    # the next count works.
+    # Small counts are answered in place by pygls (a generator handler, methods.py): bad params
+    # still get -32602 bad_request, and the next count works.
     with pytest.raises(JsonRpcException) as caught:
         await sidecar.request("gateway/countTokens", {"model": "openai/gpt-5", "texts": 5})
     assert caught.value.code == -32602

@@ -147,6 +147,30 @@ def test_the_encoder_refuses_what_json_cannot_carry(caplog: pytest.LogCaptureFix
     )
 
 
+def test_pygls_writes_its_own_answers_and_notifications_through_the_strict_writer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A response pygls makes for a handler, and a notification sent with its public `notify()`,
+    both pass the strict check in the writer pygls is given (rpc/wirejson.py)."""
+    server, _ = build_server()
+
+    @server.feature("test/nan")
+    def nan(params: Any) -> dict[str, float]:
+        return {"factor": float("nan")}
+
+    out = io.BytesIO()
+    server.protocol.set_writer(StdoutWriter(out))
+    with caplog.at_level(logging.ERROR, logger="gateway_lm"):
+        request = {"jsonrpc": "2.0", "id": 3, "method": "test/nan", "params": None}
+        server.protocol.handle_message(server.protocol.structure_message(request))
+        server.protocol.notify("gateway/calibration", {"model": "m", "factor": math.inf})
+        server.protocol.notify("gateway/calibration", {"model": "m", "factor": 1.5})
+    answer, notification = [strict_loads(body) for body in frames(out.getvalue())]
+    assert answer["id"] == 3 and answer["error"]["data"]["kind"] == "internal"
+    assert notification["params"] == {"model": "m", "factor": 1.5}
+    assert "dropped a gateway/calibration message" in caplog.text
+
+
 # ---- 2. every file we read is untrusted ----
 
 HOSTILE_FILES = [

@@ -1,11 +1,11 @@
 // The sidecar's lifetime and connection: started on first use (after its first-start setup), each
-// start bounded; restarted by vscode-languageclient when it crashes, and afresh by the next request
-// once the client gives up (extension/sidecar/session.ts); told about settings changes.
+// start bounded; restarted by its session when it crashes, and afresh by the next request once the
+// session gives up (extension/sidecar/session.ts); told about settings changes.
 import * as vscode from 'vscode';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { networkSetting, setting } from '../config';
-import { SECRET_WORDS, SETTING_IDS, type Calibration, type ConfigureParams, type Settings } from '../contract';
+import { SECRET_WORDS, SETTING_IDS, type Calibration, type Settings } from '../contract';
 import { GatewayChatError, RESTART_SERVER, SHOW_LOGS, showError, showOnce } from '../errors';
 import { notify } from '../notify';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
@@ -90,7 +90,7 @@ export interface SidecarLimits {
   /** Spawn to `initialize` answered (the first-start setup is not counted). */
   startTimeoutMs: number;
   stopTimeoutMs: number;
-  /** Crashes vscode-languageclient restarts within 3 minutes before it gives up. */
+  /** Crashes a session restarts within 3 minutes before it gives up. */
   maxRestartCount: number;
   /** A token count not answered by then (lost, answered under another id, dropped when cancelled)
    * fails, as any failed count: Copilot then does without it. Default COUNT_TIMEOUT_MS. */
@@ -197,23 +197,19 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
     const session = new SidecarSession({
       python,
       pythonArgs,
-      clientOptions: {
-        // Client messages quote what the process printed, and message tracing prints request
-        // params (gateway/chat carries the key): both go through the redacting channel.
-        outputChannel: this.traceChannel,
-        traceOutputChannel: this.traceChannel,
-        initializationOptions: { settings: sidecarSettings(this.stateDir) } satisfies ConfigureParams,
-      },
+      // The session's lines quote what the process printed, and message tracing prints request
+      // params (gateway/chat carries the key): both go through the redacting channel.
+      log: this.traceChannel,
+      initializationOptions: { settings: sidecarSettings(this.stateDir) },
       ...this.limits,
-      take: (message) => this.router.take(message),
+      // Installed before each connection listens, so the first notification of a restarted sidecar is routed too.
+      attach: (connection) => this.router.attach(connection),
       onEnd: (ended) => {
         if (this.session !== ended) return;
         this.session = undefined; // the next request starts a new sidecar
         this.starting = undefined;
       },
     });
-    // Installed before start so the first notification of a restarted server is routed too.
-    this.router.attach(session.client);
     this.session = session;
     await session.start();
     return session;

@@ -1,15 +1,21 @@
-// The sidecar's stdout, read as vscode-jsonrpc's StreamMessageReader reads it (headers, a blank line,
-// then Content-Length bytes of UTF-8 JSON), but each message is handed on in the same turn it was
-// read. vscode-jsonrpc's reader passes every message through a semaphore and a promise, and its
-// connection queues it behind a setImmediate: most of what the sidecar added to the first part
-// (rfcs/0005-performance.md, "The first part waited"). `take` sees each message first and keeps those it handles (the router's `gateway/parts`); the rest go to the
-// connection as before.
+// The sidecar's stdio as vscode-jsonrpc's MessageReader and MessageWriter (its public interfaces,
+// on its AbstractMessageReader/Writer): the frames vscode-jsonrpc's StreamMessageReader/Writer read
+// and write (headers, a blank line, then Content-Length bytes of UTF-8 JSON), with the bounds those
+// lack. The reader ends a frame too large or cut short (its Content-Length runs past the bytes that
+// came) instead of waiting for good, tells a body that is not a JSON object as a read error (the
+// session then ends: the stream cannot be trusted), hands each message to the connection in the
+// turn it was read (vscode-jsonrpc's own reader awaits a semaphore per message), and turns a
+// response that is neither a result nor a well-formed error into an error that says so (the
+// connection would reject it with an empty message, or never settle it). The writer writes each
+// message as one write, in the turn it is sent.
 import { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { AbstractMessageReader, AbstractMessageWriter, DataCallback, Disposable, Message, MessageWriter } from 'vscode-languageclient/node';
+import { AbstractMessageReader, AbstractMessageWriter, DataCallback, Disposable, ErrorCodes, Message, MessageReader, MessageWriter } from 'vscode-jsonrpc/node';
 
 const HEADER_END = Buffer.from('\r\n\r\n', 'latin1');
 const CONTENT_LENGTH = Buffer.from('Content-Length: ', 'latin1');
+// The header line pygls writes after the length (its JsonRPCProtocol.CONTENT_TYPE and CHARSET).
+const PYGLS_TYPE = Buffer.from('\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8', 'latin1');
 const MAX_HEADER = 8 * 1024;
 const EMPTY = Buffer.alloc(0);
 // The sidecar caps one gateway event at 16 MiB (server/gateway_lm/sse.py); JSON escaping can grow it
@@ -23,7 +29,7 @@ export const PARTIAL_FRAME_MS = 10_000;
 // The largest frame written from the writer's kept buffer; a larger one gets a buffer of its own.
 export const SPARE_MAX = 1 << 20;
 
-export class FrameReader extends AbstractMessageReader {
+export class FrameReader extends AbstractMessageReader implements MessageReader {
   private chunks: Buffer[] = [];
   private size = 0;
   private bodyLength: number | undefined; // once the current frame's headers have been read
@@ -33,7 +39,6 @@ export class FrameReader extends AbstractMessageReader {
 
   constructor(
     private readonly stream: Readable,
-    private readonly take: (message: Message) => boolean = () => false,
     private readonly partialFrameMs = PARTIAL_FRAME_MS,
   ) {
     super();
@@ -119,7 +124,7 @@ export class FrameReader extends AbstractMessageReader {
       this.fireError(new Error('a message that is not a JSON object'));
       return;
     }
-    if (!this.take(message)) this.callback(message);
+    this.callback(checkedResponse(message));
   }
 
   /** Output that lost its framing cannot be resynchronised: what is buffered is dropped. */
@@ -146,11 +151,29 @@ export class FrameReader extends AbstractMessageReader {
   }
 }
 
-/** The length of a header block that is only `Content-Length: <digits>`, as the sidecar writes
- * its parts, read from the bytes: string and regex work here ran cold on every
- * first part (rfcs/0005, "The first part waited"). */
-function plainContentLength(buffer: Buffer, end: number): number | undefined {
+/** A response as vscode-jsonrpc can settle it: one whose `error` is not a JSON-RPC error, or that
+ * has neither a result nor an error, becomes an error that says so (the bytes come from another
+ * process). Requests and notifications pass as they are. */
+function checkedResponse(message: Message): Message {
+  const { id, method, result, error } = message as { id?: unknown; method?: unknown; result?: unknown; error?: unknown };
+  if (method !== undefined || id === undefined) return message;
+  let problem: string | undefined;
+  if (error !== undefined) {
+    const { code, message: text } = (error ?? {}) as { code?: unknown; message?: unknown };
+    if (!Number.isSafeInteger(code) || typeof text !== 'string') problem = 'The sidecar answered with an error that is not a JSON-RPC error';
+  } else if (result === undefined) {
+    problem = 'The sidecar answered without a result or an error';
+  }
+  return problem ? ({ jsonrpc: '2.0', id, error: { code: ErrorCodes.InternalError, message: problem } } as Message) : message;
+}
+
+/** The length of a header block that is only `Content-Length: <digits>`, or that followed by the
+ * one Content-Type pygls writes (every frame the sidecar writes), read from the bytes: string and
+ * regex work here ran cold on every first part (rfcs/0005-performance.md, "The first part"). */
+function plainContentLength(buffer: Buffer, headersEnd: number): number | undefined {
   const start = CONTENT_LENGTH.length;
+  const typed = headersEnd > start + PYGLS_TYPE.length && buffer.compare(PYGLS_TYPE, 0, PYGLS_TYPE.length, headersEnd - PYGLS_TYPE.length, headersEnd) === 0;
+  const end = typed ? headersEnd - PYGLS_TYPE.length : headersEnd;
   if (end <= start || end > start + 10 || buffer.compare(CONTENT_LENGTH, 0, start, 0, start) !== 0) return undefined;
   let length = 0;
   for (let at = start; at < end; at++) {
@@ -179,9 +202,9 @@ function contentLength(headers: string): number | string {
 /** The sidecar's stdin, as vscode-jsonrpc's StreamMessageWriter writes it (`Content-Length`, a blank
  * line, UTF-8 JSON), but each message in one write, in the same turn it is sent. vscode-jsonrpc's
  * writer queues each message behind a setImmediate (its semaphore) and then writes the header and
- * the body as two writes with an await between them, so nothing else could be written to the same
- * pipe safely. Here every message is one write, in the order `send` is called: the connection's
- * messages and the counts sent past it (direct.ts) share the pipe. */
+ * the body as two writes with an await between them: a token count, which Copilot awaits one at a
+ * time by the thousand, would wait a turn of the loop on its way out (rfcs/0005-performance.md,
+ * "The round trip"). */
 export class FrameWriter extends AbstractMessageWriter implements MessageWriter {
   private errors = 0;
   // One buffer kept for the writer's life and reused for each frame once the write before it has
@@ -215,9 +238,9 @@ export class FrameWriter extends AbstractMessageWriter implements MessageWriter 
   }
 
   /** Writes one message now; `written` is told once the stream has taken it, or why it could not. */
-  send(message: object, written?: (error: Error | null | undefined) => void): void {
+  private send(message: Message, written: (error: Error | null | undefined) => void): void {
     if (this.stream.destroyed || !this.stream.writable) {
-      written?.(new Error("the sidecar's input is closed"));
+      written(new Error("the sidecar's input is closed"));
       return;
     }
     // Header and body encoded into one buffer: a chat request's body is 100–250 KB, encoded once.
@@ -237,7 +260,7 @@ export class FrameWriter extends AbstractMessageWriter implements MessageWriter 
     this.spareBusy = true;
     this.stream.write(frame, (error) => {
       this.spareBusy = false;
-      written?.(error);
+      written(error);
     });
   }
 

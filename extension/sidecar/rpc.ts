@@ -1,7 +1,8 @@
 // What the provider needs from the sidecar connection: requests, and parts routed by requestId.
-// The extension implements it on vscode-languageclient; tests implement it on a raw vscode-jsonrpc
-// connection to the real sidecar, so the provider code under test is the code users run. Every
-// method's params and result are the contract's (extension/contract.ts).
+// The extension implements it on its session's vscode-jsonrpc connection (session.ts); tests
+// implement it on a vscode-jsonrpc connection of their own to the real sidecar, so the provider code
+// under test is the code users run. Every method's params and result are the contract's
+// (extension/contract.ts).
 import type { CancellationToken, Disposable } from 'vscode';
 import type { Calibration, RpcMethods, RpcNotifications, StreamPart } from '../contract';
 import { parseUsageRecord } from '../records';
@@ -18,11 +19,13 @@ export interface Rpc {
 
 interface NotificationSource {
   onNotification<N extends keyof RpcNotifications>(method: N, handler: (params: RpcNotifications[N]) => void): unknown;
+  onNotification(method: 'window/showMessage', handler: (params: { type?: unknown; message?: unknown } | undefined) => void): unknown;
 }
 
-/** The sidecar's notifications: `gateway/parts` to the request they belong to, taken straight from
- * the reader (`take`, frames.ts); from the connection, `gateway/calibration` (a model's window moved)
- * to the provider, which fetches the model list again, and `gateway/billed` to the status bar. */
+/** The sidecar's notifications, each through the connection's `onNotification`: `gateway/parts` to
+ * the request they belong to, `gateway/calibration` (a model's window moved) to the provider, which
+ * fetches the model list again, `gateway/billed` to the status bar, `window/showMessage` to
+ * onShowMessage. */
 export class PartsRouter {
   private readonly handlers = new Map<string, (parts: StreamPart[]) => void>();
   onCalibration: (calibration: Calibration) => void = () => undefined;
@@ -30,11 +33,20 @@ export class PartsRouter {
   /** Told of each notification that is not the seam's shape (it is dropped). */
   onInvalid: (what: string) => void = () => undefined;
   /** Shows the sidecar's `window/showMessage` (LSP's MessageType: 1 error, 2 warning, else info)
-   * instead of vscode-languageclient, which shows its text as it is (extension/notify.ts). */
+   * through extension/notify.ts, which makes its text plain. */
   onShowMessage: ((type: number, message: string) => void) | undefined;
 
   /** Routes the notifications of a (re)started connection; subscriptions outlive connections. */
   attach(source: NotificationSource): void {
+    source.onNotification('gateway/parts', (params) => {
+      try {
+        const { requestId, parts } = params;
+        this.handlers.get(String(requestId))?.(parts);
+      } catch (error) {
+        // vscode-jsonrpc would log a handler's throw to its own logger: told here, and the stream goes on.
+        this.onInvalid(`a gateway/parts notification could not be shown (${error instanceof Error ? error.message : String(error)})`);
+      }
+    });
     source.onNotification('gateway/calibration', (params) => this.onCalibration(params));
     source.onNotification('gateway/billed', (params) => {
       const record = parseUsageRecord(params?.record);
@@ -42,29 +54,10 @@ export class PartsRouter {
       if (record && (typeof id === 'string' || typeof id === 'number')) this.onBilled(String(id), record);
       else this.onInvalid('a gateway/billed notification that is not a usage record was ignored');
     });
-  }
-
-  /** A message as the reader reads it (frames.ts): `gateway/parts` is shown at once, without
-   * waiting for the connection's queue; `window/showMessage` goes to onShowMessage. True when it
-   * was taken. */
-  take(message: object): boolean {
-    const { method, id, params } = message as { method?: unknown; id?: unknown; params?: unknown };
-    if (method !== 'gateway/parts' || id !== undefined) return this.showMessage(method, id, params);
-    try {
-      const { requestId, parts } = params as RpcNotifications['gateway/parts'];
-      this.handlers.get(String(requestId))?.(parts);
-    } catch (error) {
-      // As vscode-jsonrpc treats a notification handler that throws: told, and the stream goes on.
-      this.onInvalid(`a gateway/parts notification could not be shown (${error instanceof Error ? error.message : String(error)})`);
-    }
-    return true;
-  }
-
-  private showMessage(method: unknown, id: unknown, params: unknown): boolean {
-    if (method !== 'window/showMessage' || id !== undefined || !this.onShowMessage) return false;
-    const { type, message } = (params ?? {}) as { type?: unknown; message?: unknown };
-    if (typeof message === 'string') this.onShowMessage(typeof type === 'number' ? type : 3, message);
-    return true;
+    source.onNotification('window/showMessage', (params: { type?: unknown; message?: unknown } | undefined) => {
+      const { type, message } = params ?? {};
+      if (typeof message === 'string') this.onShowMessage?.(typeof type === 'number' ? type : 3, message);
+    });
   }
 
   subscribe(requestId: string, handler: (parts: StreamPart[]) => void): Disposable {

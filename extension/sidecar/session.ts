@@ -1,62 +1,53 @@
-// One sidecar under one LanguageClient. vscode-languageclient restarts a crashed sidecar, but it
-// has no start deadline, and once it gives up (its restart limit, or a message it cannot read) it
-// answers every request "Client is not running" until VS Code restarts. A session bounds the start,
-// owns every process the client spawns, and ends for good when the client would hang or give up:
-// its processes are killed, requests in flight fail at once with a message that says what
-// happened, and the owner starts a new session for the next request. The client's own notices
-// (pop-ups and log lines in its words, with JSON-RPC codes and stacks) are not shown: each failure
-// is told once, by the session, in ours (SidecarClient below).
+// One sidecar under one session: the process, and its JSON-RPC connection (vscode-jsonrpc's
+// `createMessageConnection` on the reader and writer of frames.ts), which carries every message in
+// both directions. The session owns what a language client would add and we need: spawning each
+// process, `initialize`/`initialized` (the sidecar reads its settings from `initializationOptions`),
+// a restart after a crash, `shutdown`/`exit`. Each start is bounded; after too many crashes, or a
+// stream it can no longer trust, the session ends for good: its processes are killed, requests in
+// flight fail at once with a message that says what happened, and the owner starts a new session
+// for the next request. Each failure is told once, in our words (rfcs/0001-architecture.md, "When
+// the sidecar hangs, crashes or writes garbage").
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import * as readline from 'node:readline';
-import {
-  CloseAction,
-  CloseHandlerResult,
-  ErrorAction,
-  ErrorCodes,
-  ErrorHandlerResult,
-  LanguageClient,
-  LanguageClientOptions,
-  Message,
-  MessageTransports,
-  RevealOutputChannelOn,
-  State,
-} from 'vscode-languageclient/node';
-import type * as vscode from 'vscode';
+import { ConnectionError, createMessageConnection, ErrorCodes, Logger, MessageConnection, Trace, Tracer } from 'vscode-jsonrpc/node';
+import * as vscode from 'vscode';
 import { bounded } from '../bounded';
-import { CLIENT_ID } from '../config';
+import { SECTION, TRACE_SERVER } from '../config';
+import type { ConfigureParams } from '../contract';
 import { GatewayChatError, isCancellation } from '../errors';
-import { DirectRequests } from './direct';
 import { FrameReader, FrameWriter } from './frames';
 import type { Method, Params, Result } from './rpc';
 
 export interface SessionOptions {
   python: string;
-  /** Before `-m gateway_lm serve`: the isolation flags (setup.ts ISOLATED). */
+  /** Before `-m gateway_lm serve`: the isolation flags (extension/sidecar/setup.ts ISOLATED). */
   pythonArgs?: readonly string[];
-  clientOptions: LanguageClientOptions;
+  /** `initialize`'s `initializationOptions`: the settings the sidecar starts with. */
+  initializationOptions: ConfigureParams;
+  /** The sidecar's logs and stderr, the session's own lines and the message trace; it redacts. */
+  log: vscode.LogOutputChannel;
   /** From spawning to the answer to `initialize`, for the first start and each restart. */
   startTimeoutMs: number;
   /** How long a polite shutdown may take before the process is killed. */
   stopTimeoutMs: number;
-  /** Restarts allowed within RESTART_WINDOW_MS, as vscode-languageclient counts them. */
+  /** Restarts allowed within RESTART_WINDOW_MS. */
   maxRestartCount: number;
   /** How long a token count is waited for (COUNT_TIMEOUT_MS unless given). */
   countTimeoutMs?: number;
   /** How long a frame cut short waits for the rest (frames.ts PARTIAL_FRAME_MS unless given). */
   partialFrameMs?: number;
   onEnd(session: SidecarSession): void;
-  /** Sees each message the sidecar sends as it is read, and keeps those it handles (frames.ts):
-   * `gateway/parts` reach the chat only this way. */
-  take(message: Message): boolean;
+  /** Installs the handlers of the sidecar's notifications on each connection (the first start's and
+   * each restart's) before it listens, so none is missed. */
+  attach(connection: MessageConnection): void;
 }
 
 const RESTART_WINDOW_MS = 3 * 60_000;
 /** A count takes milliseconds, a 1M-character slice well under a second, a background batch waits
  * for the tokenizer to load (a few seconds): an answer not here by then is not coming. */
 export const COUNT_TIMEOUT_MS = 30_000;
-/** Sent past the client (direct.ts): a token count, which Copilot awaits one at a time, thousands per
- * turn. Sent without a cancellation token only: its `$/cancelRequest` is the client's. */
-const DIRECT: ReadonlySet<string> = new Set<Method>(['gateway/countTokens']);
+/** Requests bounded by the count timeout: Copilot awaits each, thousands per turn. */
+const COUNTS: ReadonlySet<string> = new Set<Method>(['gateway/countTokens']);
 const NAME = 'The Vercel AI Gateway sidecar';
 const LOGS = "run 'Vercel AI Gateway: Show Logs'";
 /** What to do after a start failed; the notification carries these two as buttons (connection.ts). */
@@ -64,52 +55,37 @@ const START_AGAIN = "Run 'Vercel AI Gateway: Restart Server' to try again (the n
 // window/logMessage's MessageType (Error 1, Warning 2, Info 3, Log 4, Debug 5) → the channel's level.
 const LOG_LEVELS = { 1: 'error', 2: 'warn', 3: 'info', 4: 'info', 5: 'debug' } as const;
 
-/** vscode-languageclient reports its own failures through these four methods: some as a pop-up it
- * forces whatever `revealOutputChannelOn` says ("…couldn't create connection to server. Message:
- * Pending response rejected since connection got disposed Code: -32097"), others as log lines with
- * a stack ("Stopping server failed … Client is not running and can't be stopped"). Each of those
- * failures is one the session tells itself, once and in our words, so the client's are dropped. The
- * sidecar's own log lines do not come through here: the session reads them (`logged`). */
-class SidecarClient extends LanguageClient {
-  override error(): void {}
-  override warn(): void {}
-  override info(): void {}
-  override debug(): void {}
-}
+type State = 'starting' | 'running' | 'stopped';
 
 export class SidecarSession {
-  readonly client: LanguageClient;
   private readonly children = new Set<ChildProcess>();
   private readonly restarts: number[] = [];
   private ended: GatewayChatError | undefined;
   // What is waiting on the sidecar, failed at once when the session ends. Not a race with one
   // long-lived "ended" promise: each race would leave a reaction on it for the session's whole life,
-  // growing with every request (rfcs/0005-performance.md, "The soak", found it).
+  // a leak per request (rfcs/0005-performance.md, "The soak", found it).
   private readonly waiting = new Set<(reason: GatewayChatError) => void>();
   private startTimer: NodeJS.Timeout | undefined;
   private stopped: Promise<void> | undefined;
   private hasRun = false;
   private lastExit: string | undefined; // how the last process ended, for the start failure message
-  private direct: DirectRequests | undefined; // of the process spawned last
+  private state: State = 'stopped';
+  private connection: MessageConnection | undefined; // of the process spawned last
+  private launched: Promise<MessageConnection> | undefined; // the current start or restart
+  private readonly traceListener: vscode.Disposable;
 
   constructor(private readonly options: SessionOptions) {
-    this.client = new SidecarClient(CLIENT_ID, 'Vercel AI Gateway sidecar', () => this.spawn(), {
-      ...options.clientOptions,
-      errorHandler: { error: (error, _message, count) => this.onError(error, count), closed: () => this.onClosed() },
-      initializationFailedHandler: () => false, // no retry and no pop-up with the raw error: start() reports it once
-      revealOutputChannelOn: RevealOutputChannelOn.Never,
-    });
-    this.client.onDidChangeState(({ newState }) => this.onState(newState));
+    this.traceListener = options.log.onDidChangeLogLevel(() => this.connection && this.trace(this.connection));
   }
 
   get running(): boolean {
-    return !this.ended && this.client.state === State.Running;
+    return !this.ended && this.state === 'running';
   }
 
   /** Resolves once the sidecar has answered `initialize`; ends the session otherwise. */
   async start(): Promise<void> {
     try {
-      await this.untilEnd(this.client.start());
+      await this.untilEnd(this.launch());
     } catch (error) {
       // A closed connection means the process is ending: wait (bounded) to tell how it ended.
       if (isConnectionGone(error)) await within(this.exited(), this.options.stopTimeoutMs);
@@ -126,18 +102,15 @@ export class SidecarSession {
 
   async request<M extends Method>(method: M, params: Params<M>, token?: vscode.CancellationToken): Promise<Result<M>> {
     if (this.ended) throw this.ended;
-    const countMs = this.options.countTimeoutMs ?? COUNT_TIMEOUT_MS;
-    if (!token && DIRECT.has(method) && this.direct && this.client.state === State.Running) {
-      try {
-        return (await this.untilEnd(this.direct.request(method, params, countMs))) as Result<M>;
-      } catch (error) {
-        throw this.explain(error);
-      }
-    }
-    // An explicit `undefined` token would turn the params into a positional array.
-    let sent = token ? this.client.sendRequest<Result<M>>(method, params, token) : this.client.sendRequest<Result<M>>(method, params);
-    if (DIRECT.has(method)) sent = bounded(sent, countMs).catch((error: Error) => Promise.reject(unanswered(method, countMs, error))); // sent while the client starts
     try {
+      // While a restart runs, a request waits for it, as it would for the first start.
+      const connection = this.state === 'running' && this.connection ? this.connection : await this.untilEnd(this.launched ?? this.launch());
+      // An explicit `undefined` token would turn the params into a positional array.
+      let sent = token ? connection.sendRequest<Result<M>>(method, params, token) : connection.sendRequest<Result<M>>(method, params);
+      if (COUNTS.has(method)) {
+        const ms = this.options.countTimeoutMs ?? COUNT_TIMEOUT_MS;
+        sent = bounded(sent, ms).catch((error: Error) => Promise.reject(unanswered(method, ms, error)));
+      }
       return await this.untilEnd(sent);
     } catch (error) {
       throw this.explain(error);
@@ -164,6 +137,7 @@ export class SidecarSession {
     if (this.ended) return this.ended;
     this.ended = reason;
     clearTimeout(this.startTimer);
+    this.traceListener.dispose();
     this.waiting.forEach((fail) => fail(reason));
     this.waiting.clear();
     this.stopped = this.stop();
@@ -175,90 +149,126 @@ export class SidecarSession {
   private explain(error: unknown): unknown {
     if (this.ended) return this.ended;
     if (isCancellation(error) || typeof (error as { data?: { kind?: unknown } } | undefined)?.data?.kind === 'string') return error;
-    if (isConnectionGone(error)) {
+    if (isConnectionGone(error) || error instanceof ConnectionError) {
       return failure(`stopped while answering and is being restarted. Try again; if it keeps stopping, ${LOGS}.`);
-    }
-    // The client stopped for good without asking the error handler (it would answer "Client is not
-    // running" from now on).
-    if ((error as { code?: unknown } | undefined)?.code === ErrorCodes.ConnectionInactive || this.client.state === State.StartFailed) {
-      return this.end(failure(`is not running. The next request starts it again; if it keeps stopping, ${LOGS}.`));
     }
     return error;
   }
 
-  private onState(state: State): void {
+  /** Spawns a process and connects to it, bounded by the start timeout: the first start, or a
+   * restart after a crash. */
+  private launch(): Promise<MessageConnection> {
+    this.state = 'starting';
     clearTimeout(this.startTimer);
-    if (this.ended) return;
-    if (state === State.Starting) {
-      const seconds = Math.round(this.options.startTimeoutMs / 1000);
-      this.startTimer = setTimeout(() => this.end(failure(`did not start within ${seconds} s and was stopped. ${START_AGAIN}`)), this.options.startTimeoutMs);
-    }
-    if (state === State.Running) this.hasRun = true;
-    // A restart the client attempted by itself failed: it would answer "Client is not running" from
-    // now on. (A first start that fails is told by start().)
-    if (state === State.StartFailed && this.hasRun) {
-      this.end(
-        failure(
-          `could not be restarted${this.lastExit ? ` (it exited with ${this.lastExit})` : ''}. The next request starts it again; if it keeps failing, ${LOGS}.`,
-        ),
-      );
-    }
+    const seconds = Math.round(this.options.startTimeoutMs / 1000);
+    this.startTimer = setTimeout(() => this.end(failure(`did not start within ${seconds} s and was stopped. ${START_AGAIN}`)), this.options.startTimeoutMs);
+    const launched = this.connect().then(
+      (connection) => {
+        clearTimeout(this.startTimer);
+        if (this.ended) throw this.ended;
+        this.state = 'running';
+        this.hasRun = true;
+        return connection;
+      },
+      (error: unknown) => {
+        clearTimeout(this.startTimer);
+        throw error;
+      },
+    );
+    this.launched = launched;
+    launched.catch(() => undefined); // a restart's failure is told by restart(); a start's by start()
+    return launched;
+  }
+
+  private async connect(): Promise<MessageConnection> {
+    const child = await this.spawnProcess();
+    if (this.ended) throw this.ended;
+    const log = this.options.log;
+    log.info(`Starting the sidecar: ${this.options.python} (pid ${child.pid}).`);
+    readline.createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (line) => log.error(line));
+    // vscode-jsonrpc handles what it reads one message per turn, in the order read. Not its
+    // `maxParallelism`, which would settle a response in the turn it is read, ahead of the
+    // notifications read before it: a chat's last parts would come after its result.
+    const connection = createMessageConnection(new FrameReader(child.stdout!, this.options.partialFrameMs), new FrameWriter(child.stdin!), quiet);
+    this.connection = connection;
+    connection.onError(([error, , count]) => this.onError(error, count));
+    connection.onClose(() => this.onClosed(connection, child));
+    connection.onNotification('window/logMessage', (params: { type?: unknown; message?: unknown } | undefined) => {
+      const level = LOG_LEVELS[params?.type as keyof typeof LOG_LEVELS] ?? 'info';
+      if (typeof params?.message === 'string') log[level](params.message);
+    });
+    this.options.attach(connection);
+    this.trace(connection);
+    connection.listen();
+    await connection.sendRequest('initialize', {
+      processId: process.pid,
+      clientInfo: { name: 'Vercel AI Gateway for Copilot Chat' },
+      rootUri: null,
+      capabilities: {},
+      initializationOptions: this.options.initializationOptions,
+    });
+    await connection.sendNotification('initialized', {});
+    return connection;
+  }
+
+  /** Messages traced to the log while it is at Trace, as `<SECTION>.trace.server` says ('messages',
+   * or 'verbose' with each message's params): the log redacts the keys they carry. */
+  private trace(connection: MessageConnection): void {
+    const log = this.options.log;
+    const setting = vscode.workspace.getConfiguration(SECTION).get<unknown>(TRACE_SERVER);
+    const verbose = Trace.fromString(typeof setting === 'string' ? setting : 'messages') === Trace.Verbose;
+    const level = log.logLevel !== vscode.LogLevel.Trace ? Trace.Off : verbose ? Trace.Verbose : Trace.Messages;
+    const tracer: Tracer = {
+      log: (message: unknown, data?: string) => log.trace(typeof message === 'string' ? (data ? `${message}\n${data}` : message) : JSON.stringify(message)),
+    };
+    connection.trace(level, tracer).catch(() => undefined); // sends nothing: no notification is asked for
   }
 
   /** Read errors (unframed output, invalid JSON; no count) mean the stream can no longer be
    * trusted; write errors (counted) are told and tolerated a few times. */
-  private onError(error: Error, count: number | undefined): ErrorHandlerResult {
+  private onError(error: Error, count: number | undefined): void {
+    if (this.ended) return;
     if (count === undefined) {
       const next = this.hasRun ? `The next request starts a new one; ${LOGS} for details.` : START_AGAIN;
       this.end(failure(`sent output that is not JSON-RPC (${detail(error)}) and was stopped. ${next}`));
     } else if (count > 3) {
       this.end(failure(`could not be written to (${detail(error)}) and was stopped. The next request starts a new one; ${LOGS} for details.`));
     } else {
-      this.client.outputChannel.warn(`Could not write to the sidecar (${detail(error)}).`);
+      this.options.log.warn(`Could not write to the sidecar (${detail(error)}).`);
     }
-    return { action: ErrorAction.Continue, handled: true };
   }
 
-  private onClosed(): CloseHandlerResult {
+  /** The process's output closed: what waits on it fails at once (vscode-jsonrpc rejects a disposed
+   * connection's pending requests), and a sidecar that had run is restarted, a few times. */
+  private onClosed(connection: MessageConnection, child: ChildProcess): void {
+    if (this.ended || connection !== this.connection) return;
+    this.state = 'stopped';
+    connection.dispose();
+    kill(child); // its output is gone: it can no longer answer
     // Before the first start succeeded, start() tells what happened; retrying at once would not help.
-    if (this.ended || !this.hasRun) return { action: CloseAction.DoNotRestart, handled: true };
+    if (!this.hasRun) return;
     const now = Date.now();
     this.restarts.push(now);
     while (this.restarts.length && now - this.restarts[0] > RESTART_WINDOW_MS) this.restarts.shift();
-    if (this.restarts.length <= this.options.maxRestartCount) {
-      this.client.outputChannel.warn('The sidecar stopped; it is being restarted.');
-      return { action: CloseAction.Restart, handled: true };
+    if (this.restarts.length > this.options.maxRestartCount) {
+      const times = this.options.maxRestartCount + 1;
+      this.end(
+        failure(`stopped ${times} times within 3 minutes, so it is not restarted by itself. The next request starts a new one; ${LOGS} to see why it stops.`),
+      );
+      return;
     }
-    const times = this.options.maxRestartCount + 1;
-    this.end(
-      failure(`stopped ${times} times within 3 minutes, so it is not restarted by itself. The next request starts a new one; ${LOGS} to see why it stops.`),
-    );
-    return { action: CloseAction.DoNotRestart, handled: true };
+    this.options.log.warn('The sidecar stopped; it is being restarted.');
+    this.launch().catch(async (error: unknown) => {
+      if (isConnectionGone(error)) await within(this.exited(), this.options.stopTimeoutMs);
+      this.end(
+        failure(
+          `could not be restarted${this.lastExit ? ` (it exited with ${this.lastExit})` : ''}. The next request starts it again; if it keeps failing, ${LOGS}.`,
+        ),
+      );
+    });
   }
 
-  /** The client spawns through here (first start and its own restarts), so every process is known.
-   * Its output is read by a FrameReader; its stderr is logged line by line, as the client would. */
-  private async spawn(): Promise<MessageTransports> {
-    const child = await this.spawnProcess();
-    this.client.outputChannel.info(`Starting the sidecar: ${this.options.python} (pid ${child.pid}).`);
-    readline.createInterface({ input: child.stderr!, crlfDelay: Infinity }).on('line', (line) => this.client.outputChannel.error(line));
-    const writer = new FrameWriter(child.stdin!);
-    const direct = (this.direct = new DirectRequests(writer));
-    child.stdout!.once('close', () => direct.close());
-    const take = (message: Message) => direct.take(message) || this.logged(message) || this.options.take(message);
-    return { reader: new FrameReader(child.stdout!, take, this.options.partialFrameMs), writer, detached: false };
-  }
-
-  /** The sidecar's log lines (`window/logMessage`), logged at their level: the client would pass
-   * them through the methods SidecarClient silences. */
-  private logged(message: Message): boolean {
-    const { method, id, params } = message as { method?: unknown; id?: unknown; params?: { type?: unknown; message?: unknown } };
-    if (method !== 'window/logMessage' || id !== undefined) return false;
-    const level = LOG_LEVELS[params?.type as keyof typeof LOG_LEVELS] ?? 'info';
-    if (typeof params?.message === 'string') this.client.outputChannel[level](params.message);
-    return true;
-  }
-
+  /** Every process is spawned here (the first start and each restart), so every one is known. */
   private spawnProcess(): Promise<ChildProcess> {
     // The key never goes on the command line: it travels per request, or in the environment.
     const child = spawn(this.options.python, [...(this.options.pythonArgs ?? []), '-m', 'gateway_lm', 'serve'], {
@@ -271,6 +281,7 @@ export class SidecarSession {
       this.lastExit = code === null ? `signal ${signal}` : `code ${code}`;
     });
     child.on('error', () => undefined); // reported by the promise below, or by the closed stream
+    child.stdin?.on('error', () => undefined); // a write to an exited process: the writer tells it
     if (this.ended) kill(child);
     return new Promise((resolve, reject) => {
       child.once('spawn', () => resolve(child));
@@ -281,19 +292,23 @@ export class SidecarSession {
     });
   }
 
-  /** A polite shutdown first (the sidecar saves what it learned as it exits), then a kill for
-   * whatever is left; each step bounded. */
+  /** A polite shutdown first (`shutdown`, then `exit`: the sidecar saves what it learned as it
+   * exits), then a kill for whatever is left; each step bounded. */
   private async stop(): Promise<void> {
     const limit = this.options.stopTimeoutMs;
-    if (this.client.state === State.Running) {
+    const connection = this.connection;
+    if (connection && this.state === 'running') {
       await within(
-        this.client.stop(limit).then(
-          () => this.exited(),
-          () => undefined,
-        ),
+        (async () => {
+          await bounded(connection.sendRequest('shutdown'), limit);
+          await connection.sendNotification('exit');
+          await this.exited();
+        })(),
         limit,
       );
     }
+    this.state = 'stopped';
+    connection?.dispose();
     this.children.forEach(kill);
     await within(this.exited(), limit);
   }
@@ -302,6 +317,10 @@ export class SidecarSession {
     return Promise.all([...this.children].map((child) => new Promise((resolve) => child.once('exit', resolve)))).then(() => undefined);
   }
 }
+
+/** vscode-jsonrpc's own log lines (a response under an id nobody waits for, a notification no
+ * handler takes): the session tells each failure that matters to a user itself. */
+const quiet: Logger = { error: () => undefined, warn: () => undefined, info: () => undefined, log: () => undefined };
 
 function isConnectionGone(error: unknown): boolean {
   return (error as { code?: unknown } | undefined)?.code === ErrorCodes.PendingResponseRejected;

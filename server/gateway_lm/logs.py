@@ -104,6 +104,9 @@ def configure(handler: logging.Handler, level_name: str) -> None:
     for name, level in (
         ("gateway_lm", LEVELS.get(level_name.lower(), logging.INFO)),
         ("pygls", logging.WARNING),
+        # Its loop's one record, "Unable to handle message", is for a body the sidecar answers with
+        # its own log line (rpc/stdio.py, rpc/protocol.py `refuse`): one line per bad message.
+        ("pygls.io_", logging.CRITICAL),
         ("httpx", logging.WARNING),
     ):
         # pygls logs every message it sends at INFO; at that level streaming slows several-fold.

@@ -1,9 +1,9 @@
 // The shipped bundle (dist/extension.js: `node extension/build.mjs`, which `make test-node` runs first)
-// activated under the stub `vscode`, with the real vscode-languageclient inside it, against sidecars
-// that never answer `initialize`, exit at once, or answer it with garbage
+// activated under the stub `vscode`, with the real vscode-jsonrpc inside it, against sidecars that
+// never answer `initialize`, exit at once, or answer it with garbage
 // (tests/ts/fixtures/fake-sidecar.ts). The user sees one message per failure, in our words, naming
-// what to do, and none of the client's own ("couldn't create connection … Code: -32097", "Client is
-// not running" with a stack), in a notification, a chat's error or the log; Restart Server shows its
+// what to do, and no library's own ("couldn't create connection … Code: -32097", "Client is not
+// running" with a stack), in a notification, a chat's error or the log; Restart Server shows its
 // progress and then its outcome.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';

@@ -37,11 +37,11 @@ test('names that exist pass: files, folders, modules and their symbols, settings
 
 test('a stale file, module symbol or link fails with the doc and line', () => {
   const bad = check(
-    'Line one.\nThe settings are `messages.Settings` (once `protocol.Settings`); see `server/gateway_lm/gone.py`, `nothere.ts` and [x](rfcs/9999-none.md).\n',
+    'Line one.\nThe settings are `messages.Settings` (the panel once `usagePanel.show`); see `server/gateway_lm/gone.py`, `nothere.ts` and [x](rfcs/9999-none.md).\n',
   );
   assertFails(bad, [
     "doc.md:2: `messages.Settings`: 'messages' defines no 'Settings'",
-    "`protocol.Settings`: 'protocol' is no module now (see messages)",
+    "`usagePanel.show`: 'usagePanel' is no module now (see dashboard)",
     "no file or folder 'server/gateway_lm/gone.py'",
     "no file named 'nothere.ts'",
     "no file or folder 'rfcs/9999-none.md'",

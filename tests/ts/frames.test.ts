@@ -1,23 +1,25 @@
-// The extension's reader of the sidecar's stdout (extension/sidecar/frames.ts): LSP framing however the
-// pipe cuts it, parts handed over in the same turn they are read, and output that is not framing
-// told once, without stopping the messages after it.
+// The extension's reader and writer of the sidecar's stdio (extension/sidecar/frames.ts), the
+// MessageReader/MessageWriter of its vscode-jsonrpc connection: LSP framing however the pipe cuts
+// it, each message handed on in the turn it is read, output that is not framing told once without
+// stopping the messages after it, and each message written as one write.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { createMessageConnection, Message, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { createMessageConnection, Message, ResponseError, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import { FrameReader, FrameWriter, MAX_MESSAGE, SPARE_MAX } from '../../extension/sidecar/frames';
 import { PartsRouter } from '../../extension/sidecar/rpc';
+import { until } from './until';
 
 function frame(message: object, headers = ''): Buffer {
   const body = Buffer.from(JSON.stringify(message), 'utf8');
   return Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n${headers}\r\n`, 'ascii'), body]);
 }
 
-function reading(take?: (m: Message) => boolean): { stream: PassThrough; messages: object[]; errors: string[]; closed: () => boolean } {
+function reading(): { stream: PassThrough; messages: object[]; errors: string[]; closed: () => boolean } {
   const stream = new PassThrough();
-  const reader = new FrameReader(stream, take);
+  const reader = new FrameReader(stream);
   const messages: object[] = [];
   const errors: string[] = [];
   let closed = false;
@@ -51,15 +53,11 @@ test('a 5 MB message in 64 KiB pieces arrives once, whole', () => {
   assert.deepEqual(messages, [big]);
 });
 
-test('gateway/parts reach the router in the same turn as the read, before the connection sees anything; other messages go to the connection', () => {
-  const router = new PartsRouter();
-  const shown: unknown[] = [];
-  router.subscribe('a', (parts) => shown.push(...parts));
-  const { stream, messages } = reading((m) => router.take(m));
+test('every message is handed to the connection in the same turn as the read', () => {
+  const { stream, messages } = reading();
   stream.emit('data', Buffer.concat(MESSAGES.map((m) => frame(m))));
   // Synchronously: vscode-jsonrpc's StreamMessageReader would not have delivered anything yet.
-  assert.deepEqual(shown, [{ type: 'text', value: '👍' }]);
-  assert.deepEqual(messages, [MESSAGES[0], MESSAGES[2]]);
+  assert.deepEqual(messages, MESSAGES);
 });
 
 test("vscode-jsonrpc's own reader delivers later (the turn the FrameReader saves)", async () => {
@@ -73,19 +71,52 @@ test("vscode-jsonrpc's own reader delivers later (the turn the FrameReader saves
   assert.deepEqual(got, [MESSAGES[1]]);
 });
 
-test('a parts handler that throws is told once and the stream goes on', () => {
+test('over the connection, a parts handler that throws is told once and the stream goes on', async () => {
   const router = new PartsRouter();
   const invalid: string[] = [];
+  const shown: unknown[] = [];
   router.onInvalid = (what) => invalid.push(what);
   router.subscribe('a', () => {
     throw new Error('boom');
   });
-  const { stream, messages } = reading((m) => router.take(m));
-  stream.emit('data', Buffer.concat([frame(MESSAGES[1]), frame(MESSAGES[0])]));
-  stream.emit('data', frame({ jsonrpc: '2.0', method: 'gateway/parts' })); // no params at all
+  router.subscribe('b', (parts) => shown.push(...parts));
+  const stream = new PassThrough();
+  const connection = createMessageConnection(new FrameReader(stream), new StreamMessageWriter(new PassThrough()));
+  router.attach(connection);
+  connection.listen();
+  stream.write(frame(MESSAGES[1]));
+  stream.write(frame({ jsonrpc: '2.0', method: 'gateway/parts' })); // no params at all
+  stream.write(frame({ jsonrpc: '2.0', method: 'gateway/parts', params: { requestId: 'b', parts: [{ type: 'text', value: 'on' }] } }));
+  await until(() => shown.length === 1, 'the parts after them are shown');
   assert.equal(invalid.length, 2);
   assert.match(invalid[0], /gateway\/parts notification could not be shown \(boom\)/);
-  assert.deepEqual(messages, [MESSAGES[0]]);
+  connection.dispose();
+});
+
+test('a response that is neither a result nor a JSON-RPC error rejects its request with an error that says so', async () => {
+  const [toSidecar, toExtension] = [new PassThrough(), new PassThrough()];
+  const extension = createMessageConnection(new FrameReader(toExtension), new StreamMessageWriter(toSidecar));
+  extension.listen();
+  const reader = new StreamMessageReader(toSidecar);
+  reader.listen((m) => {
+    const { id, params } = m as unknown as { id: number; params: { answer: object } };
+    toExtension.write(frame({ jsonrpc: '2.0', id, ...params.answer }));
+  });
+  const answer = (reply: object) =>
+    extension.sendRequest('gateway/countTokens', { answer: reply }).then(
+      (result) => ({ result }),
+      (error: ResponseError<unknown>) => ({ code: error.code, message: error.message }),
+    );
+  assert.deepEqual(await answer({ error: { code: 'not a number' } }), {
+    code: -32603,
+    message: 'The sidecar answered with an error that is not a JSON-RPC error',
+  });
+  assert.deepEqual(await answer({ error: null }), { code: -32603, message: 'The sidecar answered with an error that is not a JSON-RPC error' });
+  assert.deepEqual(await answer({}), { code: -32603, message: 'The sidecar answered without a result or an error' });
+  assert.deepEqual(await answer({ result: null }), { result: null });
+  assert.deepEqual(await answer({ error: { code: 7, message: 'its own' } }), { code: 7, message: 'its own' });
+  extension.dispose();
+  reader.dispose();
 });
 
 test('a body that is not JSON, or not an object, is one error; the frames after it are read', () => {
@@ -134,7 +165,8 @@ test('over a real vscode-jsonrpc connection: parts of a request are shown before
   const router = new PartsRouter();
   const events: string[] = [];
   router.subscribe('r1', (parts) => events.push(`parts ${JSON.stringify(parts)}`));
-  const extension = createMessageConnection(new FrameReader(toExtension, (m) => router.take(m)), new StreamMessageWriter(toSidecar));
+  const extension = createMessageConnection(new FrameReader(toExtension), new StreamMessageWriter(toSidecar));
+  router.attach(extension);
   const sidecar = createMessageConnection(new StreamMessageReader(toSidecar), new StreamMessageWriter(toExtension));
   sidecar.onRequest('gateway/chat', async () => {
     for (const value of ['a', 'b', 'c']) await sidecar.sendNotification('gateway/parts', { requestId: 'r1', parts: [{ type: 'text', value }] });
@@ -162,10 +194,10 @@ test('the writer: each message is one write of its whole frame, in the order sen
   const writer = new FrameWriter(stream);
   const read: Message[] = [];
   new StreamMessageReader(stream).listen((m) => read.push(m));
-  // A message sent past the connection (direct.ts) between two of the connection's keeps its place.
-  const connection = writer.write(MESSAGES[0]);
-  writer.send(MESSAGES[1]);
-  await Promise.all([connection, writer.write(MESSAGES[2])]);
+  // Sent in one turn, none awaited: each is written at once, in order.
+  const sent = MESSAGES.map((m) => writer.write(m));
+  assert.equal(writes.length, MESSAGES.length, 'written in the turn they were sent');
+  await Promise.all(sent);
   await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(read, MESSAGES);
   assert.deepEqual(
@@ -183,8 +215,6 @@ test('the writer: a write to a closed input fails, is told with a count as vscod
   await assert.rejects(writer.write(MESSAGES[0]), /input is closed/);
   await assert.rejects(writer.write(MESSAGES[0]), /input is closed/);
   assert.deepEqual(told, [1, 2]);
-  const failed = await new Promise<Error | null | undefined>((resolve) => writer.send(MESSAGES[1], resolve));
-  assert.match(String(failed?.message), /input is closed/);
 });
 
 // A chat request's frame is 100–250 KB. Written from a fresh buffer each, the frames wait for V8's next
@@ -213,7 +243,7 @@ test('the writer: 150 chat-sized frames to a real pipe arrive byte for byte and 
     const header = `Content-Length: ${Buffer.byteLength(json, 'utf8')}\r\n\r\n`;
     expected.update(header, 'latin1').update(json, 'utf8');
     bytes += header.length + Buffer.byteLength(json, 'utf8');
-    return new Promise<void>((resolve, reject) => writer.send(m, (error) => (error ? reject(error) : resolve())));
+    return writer.write(m);
   };
   // A burst first: the frames sent while the kept buffer is being written get their own, and every
   // frame still arrives whole, in order.

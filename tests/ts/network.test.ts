@@ -59,7 +59,7 @@ test('the proxy authorization is redacted from the trace channel', () => {
 const PROVIDER_KEY = 'sk-ant-provider-canary-8f3a'; // a BYOK key in a model's extraBody
 const HEADER_TOKEN = 'team"token\\canary-77'; // a trace writes it as team\"token\\canary-77
 
-test('at Trace, a provider key in extraBody and a header value JSON escapes reach the log redacted, through the real client and sidecar', async () => {
+test('at Trace, a provider key in extraBody and a header value JSON escapes reach the log redacted, through the real connection and sidecar', async () => {
   const children: ChildProcess[] = [];
   const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-trace-'));
   const context = {
@@ -72,7 +72,7 @@ test('at Trace, a provider key in extraBody and a header value JSON escapes reac
     Object.assign(stub.settings, {
       'vercelAiGateway.baseUrl': `${await startGateway(children)}/v1`,
       'vercelAiGateway.maxRetries': 0,
-      // With the channel at Trace, vscode-languageclient prints each message; 'verbose', its params.
+      // With the channel at Trace, the session traces each message (session.ts); 'verbose', its params.
       'vercelAiGateway.trace.server': 'verbose',
       'vercelAiGateway.modelOptions': {
         'fake/*': {

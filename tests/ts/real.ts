@@ -29,8 +29,8 @@ export async function startSidecar(children: ChildProcess[], gatewayUrl: string)
   const sidecar = spawn(PYTHON, ['-m', 'gateway_lm', 'serve'], { env, stdio: ['pipe', 'pipe', 'inherit'] });
   children.push(sidecar);
   const router = new PartsRouter();
-  // Read as the extension reads it: parts straight to the router, the rest through the connection.
-  const connection = createMessageConnection(new FrameReader(sidecar.stdout, (m) => router.take(m)), new StreamMessageWriter(sidecar.stdin));
+  // Read as the extension reads it (frames.ts), every notification through the connection.
+  const connection = createMessageConnection(new FrameReader(sidecar.stdout), new StreamMessageWriter(sidecar.stdin));
   router.attach(connection);
   connection.listen();
   await connection.sendRequest('initialize', {

@@ -1,4 +1,4 @@
-// SidecarConnection on the real vscode-languageclient, against sidecars that hang, exit, fail
+// SidecarConnection (its session on a vscode-jsonrpc connection), against sidecars that hang, exit, fail
 // `initialize`, crash or write garbage (tests/ts/fixtures/fake-sidecar.ts) and against the real
 // sidecar: every request ends in bounded time with a message that says what happened, no process
 // is left behind, and the next request starts a fresh sidecar.
@@ -108,8 +108,9 @@ test('the real sidecar answers; Restart Server stops it for sure and the new one
   assert.equal(alive(pids()[1]), true);
 });
 
-// Counts go past vscode-languageclient (extension/sidecar/direct.ts); each must still find its own
-// request, fail when the process dies, and carry the sidecar's errors as the client would.
+// Counts are Copilot's most frequent request; each must find its own answer among parts and log
+// lines read with it (in the order read: parts before the answer that follows them), fail when the
+// process dies, and carry the sidecar's errors, a malformed one in words (frames.ts).
 const countOf = (connection: SidecarConnection, text: string) => connection.request('gateway/countTokens', { model: 'm', texts: [text] });
 
 test(

@@ -66,22 +66,10 @@ export class EventEmitter<T> {
   dispose(): void {}
 }
 
-// What vscode-languageclient reads when it loads, is constructed and starts, so that tests run the
-// real client: classes it extends, the version it checks, and events it subscribes to.
-export const version = '1.133.0'; // engines.vscode's oldest
+// The window's kind (extension/harness.ts) and the log levels (the sidecar's message trace).
 export const UIKind = { Desktop: 1, Web: 2 } as const;
 export const env = { appName: 'stub', language: 'en', uiKind: UIKind.Desktop as number };
 export const LogLevel = { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 } as const;
-export class CompletionItem {}
-export class CodeLens {}
-export class DocumentLink {}
-export class CodeAction {}
-export class Diagnostic {}
-export class CallHierarchyItem {}
-export class TypeHierarchyItem {}
-export class SymbolInformation {}
-export class InlayHint {}
-export const CodeActionKind = {};
 const noEvent = () => ({ dispose() {} });
 
 export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 } as const;

@@ -5,10 +5,12 @@ Contract: rfcs/0003-rpc-contract.md."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pydantic import JsonValue
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
@@ -16,8 +18,8 @@ from ..chats import Approval, ChatService
 from ..errors import group_without_key
 from ..logs import ClientLogHandler, Redactor, configure
 from ..messages import PartOut
-from ..pygls_hooks import WireProtocol
 from ..settings import describe_problems, secrets_of, updated_settings
+from .codes import INTERNAL_ERROR, error_data
 from .outbox import Outbox
 from .params import (
     ChatParams,
@@ -33,6 +35,7 @@ from .params import (
     sync,
     validated,
 )
+from .protocol import REFUSED, WireProtocol, refused
 
 if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of serving
     from ..contract import Calibration, ChatResult, ConfigureResult, CountResult, ModelsResult
@@ -53,13 +56,13 @@ class Sidecar:
 
     def __init__(self, server: LanguageServer) -> None:
         if not isinstance(server.protocol, WireProtocol):
-            raise TypeError("the sidecar writes through WireProtocol (pygls_hooks.py)")
+            raise TypeError("the sidecar runs WireProtocol (protocol.py)")
         self.server = server
         self.protocol = server.protocol
         self.redact = Redactor()
         self.chats = ChatService(self.notify_billed, self.notify_calibration, self._warn_user)
         self.tokens = self.chats.tokens
-        self.outbox = Outbox(None)  # given the stdout writer when serving starts
+        self.outbox = Outbox(self.protocol.notify)  # told of the stdout writer when serving starts
         self._shown_problems = ""  # the invalid settings last shown to the user
         self._running: set[str | int] = set()  # requestIds of the chats running now
 
@@ -85,7 +88,7 @@ class Sidecar:
         return problems
 
     def _notify(self, method: str, params: Mapping[str, object]) -> None:
-        self.protocol.send_message({"jsonrpc": "2.0", "method": method, "params": params})
+        self.protocol.notify(method, params)
 
     def _warn_user(self, message: str) -> None:
         self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
@@ -130,10 +133,28 @@ class Sidecar:
         return {"counts": await self.tokens.count(request.model, request.texts, background=request.background)}
 
     def count_tokens_now(self, params: object) -> CountResult | None:
-        """`gateway/countTokens` answered in place (stdio.py) when it can be: most of them."""
+        """`gateway/countTokens` answered in place when it can be (most of them), else None."""
         request = validated(CountParams, params)
         counts = self.tokens.count_now(request.model, request.texts)
         return None if counts is None else {"counts": counts}
+
+    def count_tokens_handler(self, params: JsonValue) -> Generator[Any, Any, CountResult]:
+        """`gateway/countTokens` for pygls, as a generator handler (pygls runs it in place, in the
+        turn the request is read, and runs what it yields as a task): a small count with the
+        tokenizer loaded is answered without a task, a larger one, or one while the tokenizer
+        loads, awaits `count_tokens` (rfcs/0005, "A token count went through pygls' dispatch")."""
+        try:
+            counts = self.count_tokens_now(params)
+        except JsonRpcException:
+            raise
+        except Exception as error:  # a bug of ours: answered like any other (params.rpc_errors)
+            log.exception("internal error")
+            message = f"Internal error in the sidecar ({type(error).__name__}); see the logs"
+            raise JsonRpcException(message=message, code=INTERNAL_ERROR, data=error_data("internal")) from None
+        if counts is not None:
+            return counts
+        counted: CountResult = yield rpc_errors(self.redact, self.count_tokens), (params,), {}
+        return counted
 
     async def credits(self, params: object) -> Credits:
         self.redact.add(api_key(params))
@@ -189,8 +210,13 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
 
     server.feature("gateway/models")(rpc_errors(sidecar.redact, models))
     server.feature("gateway/chat")(rpc_errors(sidecar.redact, sidecar.chat))
-    server.feature("gateway/countTokens")(rpc_errors(sidecar.redact, sidecar.count_tokens))
+
+    def count_tokens(params: JsonValue) -> Generator[Any, Any, CountResult]:
+        return (yield from sidecar.count_tokens_handler(params))  # a function: pygls marks what it registers
+
+    server.feature("gateway/countTokens")(count_tokens)
     server.feature("gateway/configure")(rpc_errors(sidecar.redact, sync(sidecar.configure)))
     server.feature("gateway/credits")(rpc_errors(sidecar.redact, sidecar.credits))
     server.feature("gateway/usage")(rpc_errors(sidecar.redact, sidecar.usage))
+    server.feature(REFUSED)(refused)
     return server, sidecar

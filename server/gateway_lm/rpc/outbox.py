@@ -1,11 +1,12 @@
-"""The sidecar's stdout: a non-blocking pipe writer, and `gateway/parts` coalesced by backpressure.
+"""The sidecar's stdout: a non-blocking pipe writer for pygls, and `gateway/parts` coalesced by backpressure.
 
 A gateway flushes one SSE event per HTTP chunk, so a busy stream makes thousands of parts a second.
-One notification each costs a write and a flush here and a frame plus a JSON parse in the extension
-host, for every part (rfcs/0005-performance.md). Instead, the first part of a burst is written at
-once, so an idle pipe adds no latency; while that write is pending (the event loop has not come back
-round yet, or the pipe is full), later parts of the same request gather in the outbox and leave as
-one notification, adjacent text merged, when it drains. There is no timer.
+One notification each costs pygls' encoding and a write here and a frame plus a JSON parse in the
+extension host, for every part (rfcs/0005-performance.md). Instead, the first part of a burst is sent
+at once, so an idle pipe adds no latency; while that write is pending (the event loop has not come
+back round yet, or the pipe is full), later parts of the same request gather in the outbox and leave
+as one notification, adjacent text merged, when it drains. There is no timer. Each notification is
+pygls' (`notify`): the batching is the notification's content (rfcs/0003), the framing pygls'.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import stat
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from pydantic_core import to_json
 from pygls.io_ import StdoutWriter
 
 from ..messages import PartOut, TextPart, ThinkingPart
@@ -84,22 +84,21 @@ def is_pipe(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def frame(method: str, params: dict[str, Any]) -> bytes:
-    """One JSON-RPC notification in LSP framing. Non-finite numbers become null: never NaN on the wire."""
-    body = to_json({"jsonrpc": "2.0", "method": method, "params": params}, inf_nan_mode="null")
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+Notify = Callable[[str, dict[str, Any]], None]  # pygls' `notify(method, params)`
 
 
 class Outbox:
     """`gateway/parts` per request, in order, coalesced while the previous write is pending."""
 
-    def __init__(self, writer: PipeWriter | StdoutWriter | None) -> None:
-        self._writer = writer
+    def __init__(self, notify: Notify) -> None:
+        self._notify = notify
+        self._pipe: PipeWriter | None = None  # the writer pygls writes through, when it is a pipe
         self._pending: dict[str | int, list[PartOut]] = {}
         self._busy = False
 
     def attach(self, writer: PipeWriter | StdoutWriter) -> None:
-        self._writer = writer
+        """The writer pygls was given: when it is a pipe, parts wait while it is full."""
+        self._pipe = writer if isinstance(writer, PipeWriter) else None
 
     def post(self, request_id: str | int, parts: list[PartOut]) -> None:
         if not parts:
@@ -120,17 +119,14 @@ class Outbox:
         self._pending.pop(request_id, None)
 
     def _write(self, request_id: str | int, parts: list[PartOut]) -> None:
-        if self._writer is None:
-            log.warning("no client to send %d parts to", len(parts))
-            return
-        self._writer.write(frame("gateway/parts", {"requestId": request_id, "parts": coalesced(parts)}))
+        self._notify("gateway/parts", {"requestId": request_id, "parts": coalesced(parts)})
         if not self._busy:
             self._busy = True
             asyncio.get_running_loop().call_soon(self._on_loop_turn)
 
     def _on_loop_turn(self) -> None:
-        if isinstance(self._writer, PipeWriter) and self._writer.backlog:
-            self._writer.when_drained(self._on_loop_turn)  # the pipe is full: the client reads slower
+        if self._pipe is not None and self._pipe.backlog:
+            self._pipe.when_drained(self._on_loop_turn)  # the pipe is full: the client reads slower
             return
         self._busy = False
         waiting, self._pending = self._pending, {}

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
 import cattrs
+from lsprotocol.types import ResponseErrorMessage
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
@@ -33,6 +34,12 @@ def plain_params_converter() -> cattrs.Converter:
     converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
     converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
     converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    # An error to a message whose id could not be read keeps `"id": null`, as JSON-RPC asks
+    # (lsprotocol's hook leaves a None id out).
+    converter.register_unstructure_hook(
+        ResponseErrorMessage,
+        lambda message: {"id": message.id, "jsonrpc": message.jsonrpc, "error": converter.unstructure(message.error)},
+    )
     return converter
 
 

@@ -1,6 +1,7 @@
-"""`gateway-lm serve`: the sidecar on stdio — our message loop on an asyncio pipe reader, and a
-non-blocking writer. pygls' own stdin reader hands every read to a thread pool, which doubles the cost
-of each small request (a token count) (rfcs/0005).
+"""`gateway-lm serve`: the sidecar on stdio — pygls' own message loop (`run_async`) reading an asyncio
+pipe through a stream that bounds bad input (stdio.py), and writing through a non-blocking writer.
+pygls' `start_io` would hand every read to a thread pool, which doubles the cost of each small
+request (a token count) (rfcs/0005), and write with a blocking write and flush per message.
 
 The loop is uvloop's where it is installed (everywhere but Windows, which it does not support): each
 part wakes the sidecar for a socket read and leaves through a pipe write, and libuv's loop takes
@@ -11,17 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 from collections.abc import Coroutine
 from typing import Any, BinaryIO
 
 import anyio
+from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
 from ..logs import configure
-from ..pygls_hooks import stop_event
 from .methods import Sidecar, build_server
 from .outbox import is_pipe, stdout_writer
-from .stdio import serve_stdin
+from .protocol import WireProtocol
+from .stdio import Stdin
 
 
 def serve() -> None:
@@ -59,15 +62,22 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
 
 
 async def _serve_stdio(server: LanguageServer, sidecar: Sidecar, rpc_out: BinaryIO) -> None:
-    """Our message loop (stdio.py) on an asyncio pipe reader, and a non-blocking writer (outbox.py)."""
+    """pygls' message loop on an asyncio pipe reader (stdio.py), and a non-blocking writer (outbox.py)."""
     loop = asyncio.get_running_loop()
     # anyio's asyncio backend loads now, not under the first chat's deadline (rfcs/0005, "Measured costs").
     anyio.current_time()
     reader = asyncio.StreamReader(limit=1 << 20)  # stdin pauses past 2 MiB unread: memory stays bounded under load
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-    stop = stop_event(server)
     writer = await stdout_writer(rpc_out)
-    sidecar.protocol.set_writer(writer)
+    protocol = server.protocol
+    assert isinstance(protocol, WireProtocol)
+    protocol.set_writer(writer)  # behind the strict check (protocol.py)
     sidecar.outbox.attach(writer)
-    direct = {"gateway/countTokens": sidecar.count_tokens_now}
-    await serve_stdin(reader, sidecar.protocol, stop, direct)  # framing that survives bad input
+    stdin = Stdin(reader)
+    await run_async(
+        stop_event=threading.Event(),  # the loop ends with stdin, or `exit` ends the process
+        reader=stdin,
+        protocol=protocol,
+        # A body pygls could not parse: answered by its id, with the one log line refuse() writes.
+        error_handler=lambda error, _source: protocol.refuse(stdin.fault_for(error)),
+    )

@@ -1,14 +1,18 @@
-"""The sidecar's stdin: LSP framing that survives bad input, in place of pygls' `run_async`.
+"""The sidecar's stdin as pygls reads it: pygls' own loop (`pygls.io_.run_async`, given this stream
+through its public reader interface, `readline` and `readexactly`) frames and parses every message;
+this stream bounds what bad input can cost.
 
-pygls' reader trusts every byte: after one wrong `Content-Length` or a few stray bytes it is out of
-step for good and answers nothing again; a line over the pipe reader's limit ends the process; a
-message it cannot parse (no `params`, nested too deeply, not an object) is logged and never answered,
-so the client waits forever. Here a bad message costs that message only:
-- the framing (framing.py) re-synchronises on the next `Content-Length:` header and caps header
-  blocks and bodies;
-- every request gets an answer: its result, or a JSON-RPC error to its id (read from the start of
-  the body when the whole cannot be parsed; `null` when there is none).
-Limits: rfcs/0003-rpc-contract.md.
+pygls' loop trusts every byte: one wrong `Content-Length` puts it out of step for good (a body then
+runs into the next header line, every message after it too), a line or a body is held whole however
+long, and a body it cannot parse is logged and never answered, so the client waits forever. Here:
+- a header always begins a line: a line is cut before a `Content-Length: ` inside it, and a run
+  without a newline is handed over in pieces pygls skips, so at most `MAX_HEADER` bytes are held;
+- a body stops short at a `Content-Length: N` line inside it (the declared length ran into the next
+  message), and one over `MAX_BODY` is dropped as it streams, never held;
+- a body refused so, or one that holds NaN or Infinity (which Python's `json` would read), reaches
+  pygls as bytes that are not JSON: its parse fails, and `fault_for` says what to answer (the
+  id read from the start of the body; `null` when there is none).
+Limits: rfcs/0003-rpc-contract.md; why a stream and not our own loop: rfcs/0001-architecture.md.
 """
 
 from __future__ import annotations
@@ -16,127 +20,155 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
-from collections.abc import Callable, Mapping
 from typing import Any
 
-from pygls.exceptions import JsonRpcException
-
-from ..pygls_hooks import WireProtocol
-from .codes import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, error_data
-from .framing import Fault, Framer, prefix_id
+from .codes import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from .framing import (
+    ID_SPAN,
+    LINE_SPAN,
+    MAX_BODY,
+    MAX_HEADER,
+    NAME,
+    Fault,
+    embedded_header,
+    name_start_at_end,
+    prefix_id,
+)
 
 log = logging.getLogger(__name__)
 READ_SIZE = 1 << 20
-
-# ---- messages ----
+NOT_JSON = b"\x00"  # handed to pygls in place of a refused body: its parse fails, and the fault is answered
+_SHORT = "The message ended before its Content-Length ({length} bytes): a new message began inside it. It was dropped"
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse(body: bytes | bytearray) -> dict[str, Any] | Fault:
-    """The message as a dict with `params` present, or the fault to answer."""
-    try:
-        data = json.loads(body, parse_constant=_no_constant)
-    except RecursionError:
-        return Fault(INVALID_REQUEST, "The message is nested too deeply to read", prefix_id(body))
-    except ValueError as error:
-        detail = error.msg if isinstance(error, json.JSONDecodeError) else str(error)[:200]
-        return Fault(PARSE_ERROR, f"The message is not valid JSON ({detail})", prefix_id(body))
-    if not isinstance(data, dict):
-        return Fault(INVALID_REQUEST, "A message must be a JSON object")
-    has_id = "id" in data
-    msg_id = data.get("id")
-    if has_id and (isinstance(msg_id, bool) or not isinstance(msg_id, int | str)):
-        return Fault(INVALID_REQUEST, "A message id must be a string or an integer")
-    problem = _shape_problem(data)
-    if problem:
-        return Fault(INVALID_REQUEST, problem, msg_id, answer=has_id)
-    if "method" in data:
-        data.setdefault("params", None)  # optional in JSON-RPC; pygls' message types require it
-    return data
+class Stdin:
+    """pygls' `AsyncReader` over an asyncio stream, holding at most one body and a bounded line."""
 
+    def __init__(self, source: asyncio.StreamReader, max_body: int = MAX_BODY) -> None:
+        self._source = source
+        self._buf = bytearray()
+        self._eof = False
+        self._max_body = max_body
+        self._body: bytes = b""  # the last body handed to pygls, for the id of one it cannot parse
+        self._fault: Fault | None = None  # what to answer for it instead, when it was refused here
 
-def _shape_problem(data: dict[str, Any]) -> str | None:
-    if data.get("jsonrpc") != "2.0":
-        return 'A message must have "jsonrpc": "2.0"'
-    if "method" in data:
-        return None if isinstance(data["method"], str) else "A method name must be a string"
-    if "id" not in data or ("result" not in data and "error" not in data):
-        return "A message must have a method, or be a response with an id and a result or error"
-    return None
-
-
-def answer_fault(protocol: WireProtocol, fault: Fault) -> None:
-    if not fault.answer:
-        log.warning("ignored a notification: %s", fault.message)
-        return
-    log.warning("answered a bad message with %d: %s", fault.code, fault.message)
-    error = {"code": fault.code, "message": fault.message, "data": error_data(fault.kind)}
-    protocol.send_message({"jsonrpc": "2.0", "id": fault.msg_id, "error": error})
-
-
-# Methods answered in place, before pygls: the handler returns the result, or None to leave the
-# request to pygls' dispatch (which runs it as a task). For the one request Copilot sends by the
-# thousand, a token count, pygls' task and cattrs round trip cost more than the count (rfcs/0005).
-Answer = Callable[[object], Mapping[str, object] | None]  # raw params in
-Direct = Mapping[str, Answer]
-
-
-def handle(protocol: WireProtocol, body: bytes | bytearray, direct: Direct | None = None) -> None:
-    data = parse(body)
-    if isinstance(data, Fault):
-        answer_fault(protocol, data)
-        return
-    is_request = "method" in data and "id" in data
-    if is_request and direct and data["method"] in direct and _answered(protocol, data, direct[data["method"]]):
-        return
-    try:
-        message = protocol.structure_message(data)
-        protocol.handle_message(message)
-    except JsonRpcException as error:
-        if is_request:
-            answer_fault(protocol, Fault(error.code, error.message, data["id"]))
-    except Exception as error:  # a bug in pygls or ours: answered, and the reader goes on
-        log.exception("could not handle a message")
-        if is_request:
-            message = f"Internal error in the sidecar ({type(error).__name__}); see the logs"
-            answer_fault(protocol, Fault(INTERNAL_ERROR, message, data["id"], kind="internal"))
-
-
-def _answered(protocol: WireProtocol, data: dict[str, Any], method: Answer) -> bool:
-    try:
-        result = method(data["params"])
-    except JsonRpcException as error:
-        answer_fault(protocol, Fault(error.code, error.message, data["id"]))
-        return True
-    except Exception as error:  # a bug of ours: answered like any other
-        log.exception("could not answer %s", data["method"])
-        message = f"Internal error in the sidecar ({type(error).__name__}); see the logs"
-        answer_fault(protocol, Fault(INTERNAL_ERROR, message, data["id"], kind="internal"))
-        return True
-    if result is None:
-        return False
-    protocol.send_message({"jsonrpc": "2.0", "id": data["id"], "result": result})
-    return True
-
-
-async def serve_stdin(
-    reader: asyncio.StreamReader,
-    protocol: WireProtocol,
-    stop_event: threading.Event,
-    direct: Direct | None = None,
-) -> None:
-    """Reads messages until end of input (or `exit`) and hands each to `direct` or to pygls."""
-    framer = Framer()
-    while not stop_event.is_set():
-        chunk = await reader.read(READ_SIZE)
+    async def _fill(self) -> bool:
+        if self._eof:
+            return False
+        chunk = await self._source.read(READ_SIZE)
         if not chunk:
-            break
-        for item in framer.feed(chunk):
-            if isinstance(item, Fault):
-                answer_fault(protocol, item)
-            else:
-                handle(protocol, item, direct)
+            self._eof = True
+            return False
+        self._buf += chunk
+        return True
+
+    async def readline(self) -> bytes:
+        while True:
+            buf = self._buf
+            end = _line_end(buf)
+            if end is not None:
+                line = bytes(buf[:end])
+                del buf[:end]
+                return line
+            if len(buf) > MAX_HEADER:  # no line end: handed over in pieces, keeping what may start a header
+                keep = len(NAME) - 1
+                piece = bytes(buf[:-keep])
+                del buf[:-keep]
+                return piece
+            if not await self._fill():
+                rest = bytes(buf)
+                buf.clear()
+                return rest  # b"" at the end: pygls' loop ends
+
+    async def readexactly(self, n: int) -> bytes:
+        self._fault = None
+        if n > self._max_body:
+            return await self._refuse(n)
+        scanned = 0
+        while True:
+            buf = self._buf
+            available = min(len(buf), n)
+            restart = embedded_header(buf, max(0, scanned - LINE_SPAN), available)
+            if restart is None and len(buf) >= n:
+                restart = name_start_at_end(buf, n)
+            if restart is not None:  # the declared length ran into the next message
+                self._fault = Fault(PARSE_ERROR, _SHORT.format(length=n), prefix_id(buf[:restart]))
+                del buf[:restart]
+                return NOT_JSON
+            scanned = available
+            if len(buf) >= n:
+                body = bytes(buf[:n])
+                del buf[:n]
+                return self._checked(body)
+            if not await self._fill():
+                buf.clear()
+                return b""  # the input ended inside a body: pygls' loop ends
+
+    def _checked(self, body: bytes) -> bytes:
+        """The body, or NOT_JSON when it holds NaN or Infinity: pygls' `json.loads` would read them,
+        and no client writes them (the strict parse runs only when one of those words is there)."""
+        self._body = body
+        if b"NaN" in body or b"Infinity" in body:
+            try:
+                json.loads(body, parse_constant=_no_constant)
+            except (ValueError, RecursionError) as error:
+                if isinstance(error, ValueError) and "is not JSON" in str(error):
+                    self._fault = Fault(PARSE_ERROR, f"The message is not valid JSON ({error})", prefix_id(body))
+                    return NOT_JSON
+        return body
+
+    async def _refuse(self, length: int) -> bytes:
+        """Drops a body over the cap as it arrives, after its start named the id to answer; a header
+        inside it means the length was not real."""
+        buf, left = self._buf, length
+        start = b""
+        while True:
+            restart = embedded_header(buf, 0, min(len(buf), left))
+            if not start:
+                if restart is None and len(buf) < min(ID_SPAN, left) and await self._fill():
+                    continue
+                start = bytes(buf[: restart if restart is not None else ID_SPAN]) or b" "
+            if restart is not None:
+                del buf[:restart]
+                break
+            count = min(left, len(buf))
+            if count < left:
+                count = max(0, count - LINE_SPAN)  # keep what may be the start of a header
+            del buf[:count]
+            left -= count
+            if not left or not await self._fill():
+                break
+        log.error("dropped a %d-byte message over the %d MiB limit", length, self._max_body >> 20)
+        message = (
+            f"The message is {length:,} bytes; the limit is {self._max_body >> 20} MiB."
+            " Send less (a smaller tool result or attachment)."
+        )
+        self._fault = Fault(INVALID_REQUEST, message, prefix_id(start))
+        return NOT_JSON
+
+    def fault_for(self, error: Exception) -> Fault:
+        """What to answer for the body pygls could not handle (its error handler calls this)."""
+        if self._fault is not None:
+            fault, self._fault = self._fault, None
+            return fault
+        if isinstance(error, RecursionError):
+            return Fault(INVALID_REQUEST, "The message is nested too deeply to read", prefix_id(self._body))
+        if isinstance(error, ValueError):
+            detail = error.msg if isinstance(error, json.JSONDecodeError) else str(error)[:200]
+            return Fault(PARSE_ERROR, f"The message is not valid JSON ({detail})", prefix_id(self._body))
+        message = f"Internal error in the sidecar ({type(error).__name__}); see the logs"
+        return Fault(INTERNAL_ERROR, message, prefix_id(self._body), kind="internal")
+
+
+def _line_end(buf: bytearray) -> int | None:
+    """Where the next line pygls reads ends: after its newline, or before a header that begins
+    inside it (what came before is then a line of its own, which pygls skips)."""
+    newline = buf.find(b"\n")
+    header = buf.find(NAME, 1, newline if newline >= 0 else len(buf))
+    if header > 0:
+        return header
+    return newline + 1 if newline >= 0 else None
