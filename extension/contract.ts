@@ -84,6 +84,7 @@ export interface ModelEntry {
   budgetInputTokens: number;
   tokenizer: string;
   configurationSchema: ConfigurationSchema | null;
+  hostPricing: HostPricing | null;
   warning: string | null;
 }
 export interface Capabilities {
@@ -91,9 +92,23 @@ export interface Capabilities {
   imageInput: boolean;
 }
 /**
- * USD per million tokens; None where the gateway gives no price.
+ * USD per million tokens; None where the gateway gives no price. The base prices are those of
+ * a request below the first tier; `tiers` (ascending, each above the last) those of longer ones.
  */
 export interface Pricing {
+  input: number | null;
+  output: number | null;
+  cacheRead: number | null;
+  cacheWrite: number | null;
+  tiers: PriceTier[];
+}
+/**
+ * The prices of a request whose input reaches `fromInputTokens`: the gateway bills every token of
+ * such a request at these rates (long-context pricing, rfcs/0006 "Context tiers"). USD per million
+ * tokens; a price the tier does not change is the base price.
+ */
+export interface PriceTier {
+  fromInputTokens: number;
   input: number | null;
   output: number | null;
   cacheRead: number | null;
@@ -106,8 +121,12 @@ export interface Pricing {
 export interface ConfigurationSchema {
   properties: ConfigurationProperties;
 }
+/**
+ * The model's controls; a None one is left out of what VS Code is given (extension/provider.ts).
+ */
 export interface ConfigurationProperties {
-  reasoningEffort: EffortProperty;
+  reasoningEffort: EffortProperty | null;
+  contextSize: ContextSizeProperty | null;
 }
 /**
  * The chat input's menu for one model: a JSON Schema property as VS Code reads it
@@ -122,6 +141,37 @@ export interface EffortProperty {
   enumDescriptions: string[];
   default: 'default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
   group: 'navigation';
+}
+/**
+ * The chat input's context-size menu: a JSON Schema property as VS Code reads it (`group:
+ * 'tokens'` puts it beside the context meter, where VS Code's own providers put theirs).
+ */
+export interface ContextSizeProperty {
+  type: 'number';
+  title: string;
+  description: string;
+  enum: number[];
+  enumItemLabels: string[];
+  enumDescriptions: string[];
+  default: number;
+  group: 'tokens';
+}
+/**
+ * VS Code's price fields on a model's information (`LanguageModelChatInformation`, its
+ * languageModelPricing proposal; the host copies them without checking proposals). Costs in
+ * credits per million tokens; a None field is left out (extension/provider.ts).
+ */
+export interface HostPricing {
+  pricing: string;
+  inputCost: number | null;
+  outputCost: number | null;
+  cacheCost: number | null;
+  cacheWriteCost: number | null;
+  longContextInputCost: number | null;
+  longContextOutputCost: number | null;
+  longContextCacheCost: number | null;
+  longContextCacheWriteCost: number | null;
+  priceCategory: ('low' | 'medium' | 'high' | 'very_high') | null;
 }
 export interface ChatParams {
   model: string;

@@ -19,6 +19,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 
+from .contextsize import ContextSizeProperty
+
 log = logging.getLogger(__name__)
 
 Effort = Literal["default", "none", "minimal", "low", "medium", "high", "xhigh"]
@@ -63,7 +65,10 @@ class EffortProperty(BaseModel):
 
 
 class ConfigurationProperties(BaseModel):
-    reasoningEffort: EffortProperty
+    """The model's controls; a None one is left out of what VS Code is given (extension/provider.ts)."""
+
+    reasoningEffort: EffortProperty | None = None
+    contextSize: ContextSizeProperty | None = None  # contextsize.py
 
 
 class ConfigurationSchema(BaseModel):

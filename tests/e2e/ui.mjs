@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import * as host from './host.mjs';
 
 process.env.FAKE_GATEWAY_OVERFLOW_AGENT = '1'; // lists issue 36's model (tests/fake_agent.py) for 'overflow-turn'
+process.env.FAKE_GATEWAY_TIERED = '1'; // lists Fake Long Context, priced in tiers, for 'pricing-column' and 'context-size'
 const { cache, dirs, gateway, port, env } = await host.prepareRun(
   'ui',
   {
