@@ -348,9 +348,11 @@ function controlsOf(schema: ConfigurationSchema | null): Pick<ChatInformation, '
  * "null" or "NaN" in the Pricing column), as is an empty label. The sidecar sends none such. */
 export function priceFieldsOf(prices: HostPricing | null): PriceFields {
   if (!prices) return {};
-  const fields: Record<string, string | number> = {};
-  for (const [name, value] of Object.entries(prices)) {
-    if ((typeof value === 'number' && Number.isFinite(value) && value >= 0) || (typeof value === 'string' && value)) fields[name] = value;
+  const fields: PriceFields = {};
+  for (const [name, value] of Object.entries(prices) as [keyof HostPricing, unknown][]) {
+    if ((typeof value === 'number' && Number.isFinite(value) && value >= 0) || (typeof value === 'string' && value)) {
+      Object.assign(fields, { [name]: value });
+    }
   }
-  return fields as PriceFields;
+  return fields;
 }
