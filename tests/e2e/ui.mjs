@@ -350,6 +350,25 @@ try {
       null,
       { timeout: 10_000 },
     );
+    // The budget Copilot then keeps to: its context meter counts against 200K + the 64K output limit.
+    await send('[scenario:words] Say hello');
+    await responses().last().getByText('streamed word by word to Copilot Chat.', { exact: false }).waitFor({ timeout: 60_000 });
+    const meter = page.locator('.part.auxiliarybar .chat-context-usage-widget').first();
+    if (
+      await meter.waitFor({ timeout: 15_000 }).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      await meter.click();
+      const details = page.locator('.chat-context-usage-details').filter({ visible: true }).first();
+      await details.waitFor({ timeout: 10_000 });
+      const counted = await details.locator('.quota-label').first().textContent();
+      console.log(`ui: context-size: the context meter reads "${counted}"`);
+      assert.match(counted ?? '', /\/ 264K tokens/, 'the window of the 200K tier and the output limit');
+      await page.screenshot({ path: path.join(artifacts, 'ui-context-size-meter.png') });
+      await page.keyboard.press('Escape');
+    } else console.log('ui: context-size: this host shows no context meter for the answer');
     await openPicker('Fake Text'); // as 'answer' expects it
   });
 
