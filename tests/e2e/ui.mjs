@@ -333,7 +333,11 @@ try {
       .evaluateAll((rows) => rows.map((row) => row.getAttribute('aria-label')?.split(',')[0]));
     assert.deepEqual(sizes, ['200K', '1M']);
     await menu.getByText('1M', { exact: true }).first().hover();
-    await page.locator('.monaco-hover, .action-widget-hover', { hasText: 'past 200K input tokens is billed at $6.00 in' }).first().waitFor({ timeout: 10_000 });
+    // The option's description, in the menu's hover (its words wrap: matched across lines).
+    await page
+      .getByText(/a request\s+past 200K input tokens is billed at \$6\.00 in/)
+      .first()
+      .waitFor({ timeout: 10_000 });
     await page.screenshot({ path: path.join(artifacts, 'ui-context-size-menu.png') });
     await menu.getByText('1M', { exact: true }).first().click();
     await page.waitForFunction(
