@@ -86,6 +86,7 @@ export interface ModelEntry {
   budgetInputTokens: number;
   tokenizer: string;
   configurationSchema: ConfigurationSchema | null;
+  hostPricing: HostPricing | null;
   warning: string | null;
 }
 export interface Capabilities {
@@ -93,9 +94,23 @@ export interface Capabilities {
   imageInput: boolean;
 }
 /**
- * USD per million tokens; None where the gateway gives no price.
+ * USD per million tokens; None where the gateway gives no price. The base prices are those of
+ * a request below the first tier; `tiers` (ascending, each above the last) those of longer ones.
  */
 export interface Pricing {
+  input: number | null;
+  output: number | null;
+  cacheRead: number | null;
+  cacheWrite: number | null;
+  tiers: PriceTier[];
+}
+/**
+ * The prices of a request whose input reaches `fromInputTokens`: the gateway bills every token of
+ * such a request at these rates (long-context pricing, rfcs/0006 "Context tiers"). USD per million
+ * tokens; a price the tier does not change is the base price.
+ */
+export interface PriceTier {
+  fromInputTokens: number;
   input: number | null;
   output: number | null;
   cacheRead: number | null;
@@ -109,11 +124,13 @@ export interface ConfigurationSchema {
   properties: ConfigurationProperties;
 }
 /**
- * Each menu is left out of the wire where the model has none (the speed menu: speed.py).
+ * The model's controls; each is left out of the wire where the model has none (speed.py,
+ * contextsize.py).
  */
 export interface ConfigurationProperties {
   reasoningEffort?: EffortProperty | null;
   speed?: SpeedProperty | null;
+  contextSize?: ContextSizeProperty | null;
 }
 /**
  * The chat input's menu for one model: a JSON Schema property as VS Code reads it
@@ -142,6 +159,37 @@ export interface SpeedProperty {
   enumDescriptions: string[];
   default: 'standard' | 'fast';
   group: 'navigation';
+}
+/**
+ * The chat input's context-size menu: a JSON Schema property as VS Code reads it (`group:
+ * 'tokens'` puts it beside the context meter, where VS Code's own providers put theirs).
+ */
+export interface ContextSizeProperty {
+  type: 'number';
+  title: string;
+  description: string;
+  enum: number[];
+  enumItemLabels: string[];
+  enumDescriptions: string[];
+  default: number;
+  group: 'tokens';
+}
+/**
+ * VS Code's price fields on a model's information (`LanguageModelChatInformation`, its
+ * languageModelPricing proposal; the host copies them without checking proposals). Costs in
+ * credits per million tokens; a None field is left out (extension/provider.ts).
+ */
+export interface HostPricing {
+  pricing: string;
+  inputCost: number | null;
+  outputCost: number | null;
+  cacheCost: number | null;
+  cacheWriteCost: number | null;
+  longContextInputCost: number | null;
+  longContextOutputCost: number | null;
+  longContextCacheCost: number | null;
+  longContextCacheWriteCost: number | null;
+  priceCategory: ('low' | 'medium' | 'high' | 'very_high') | null;
 }
 export interface ChatParams {
   model: string;

@@ -1,7 +1,7 @@
 // The LanguageModelChatProvider: VS Code's calls → sidecar requests, streamed parts → progress.
 import * as vscode from 'vscode';
 import { Approvals } from './approval';
-import type { ChatResult, ModelEntry, StreamPart, UsagePart } from './contract';
+import type { ChatResult, ConfigurationSchema, HostPricing, ModelEntry, StreamPart, UsagePart } from './contract';
 import { isShown } from './curate';
 import { fromRpcError, isCancellation } from './errors';
 import { type Group, groupOf } from './keys';
@@ -286,17 +286,23 @@ function reportParts(parts: StreamPart[], thinking: ThinkingMode, progress: vsco
   }
 }
 
+/** VS Code's price fields (its languageModelPricing proposal types them; the host copies them
+ * without checking proposals): credits per million tokens, and the badge (rfcs/0003, "Prices VS
+ * Code shows"). */
+type PriceFields = { [K in keyof HostPricing]?: NonNullable<HostPricing[K]> };
+
 /** Fields VS Code reads beyond the stable API (its chatProvider proposal types them; the host copies
- * them without checking proposals): the model's controls in the chat input. */
-type ChatInformation = vscode.LanguageModelChatInformation & {
-  configurationSchema?: ModelEntry['configurationSchema'];
-  isUserSelectable?: boolean;
-  statusIcon?: vscode.ThemeIcon;
-  warningText?: string;
-  /** Ours, not VS Code's: the tag of the provider group this entry was listed for (VS Code hands the
-   * object it was given back to provideLanguageModelChatResponse and provideTokenCount). */
-  group?: string;
-};
+ * them without checking proposals): the model's controls in the chat input, and its prices. */
+type ChatInformation = vscode.LanguageModelChatInformation &
+  PriceFields & {
+    configurationSchema?: { properties: Record<string, unknown> };
+    isUserSelectable?: boolean;
+    statusIcon?: vscode.ThemeIcon;
+    warningText?: string;
+    /** Ours, not VS Code's: the tag of the provider group this entry was listed for (VS Code hands the
+     * object it was given back to provideLanguageModelChatResponse and provideTokenCount). */
+    group?: string;
+  };
 
 function modelConfigurationOf(options: vscode.ProvideLanguageModelChatResponseOptions): Record<string, unknown> {
   const configuration = (options as { modelConfiguration?: unknown }).modelConfiguration;
@@ -319,12 +325,34 @@ function toChatInformation(model: ModelEntry, shown: readonly string[]): ChatInf
     // Every model is offered to agent mode; the sidecar withholds tools from models without
     // tool support and the tooltip says so (rfcs/0003-rpc-contract.md, "Models without tools").
     capabilities: { toolCalling: true, imageInput: model.capabilities.imageInput },
-    // The reasoning-effort menu beside the model in the chat input (rfcs/0007, "Reasoning effort per
-    // model"); a model that does not reason, or takes one level only, has none.
-    ...(model.configurationSchema ? { configurationSchema: model.configurationSchema } : {}),
+    // The reasoning-effort and context-size menus beside the model in the chat input (rfcs/0007,
+    // "Reasoning effort per model"; rfcs/0006, "Context tiers"); a model with neither has none.
+    ...controlsOf(model.configurationSchema),
+    // The Language Models editor's Pricing column and the picker's price badge.
+    ...priceFieldsOf(model.hostPricing),
     // Left out of `picker.models`: still registered (a setting or a small task naming it works), not
     // offered in the picker (rfcs/0003, "The picker the user curates").
     ...(isShown(model.id, shown) ? {} : { isUserSelectable: false }),
     ...(model.warning ? { warningText: plain(model.warning), statusIcon: new vscode.ThemeIcon('warning') } : {}),
   };
+}
+
+/** The menus VS Code is given: only those the model has. VS Code reads every property as a schema
+ * (`property.default`), so a null one would throw in its picker. */
+function controlsOf(schema: ConfigurationSchema | null): Pick<ChatInformation, 'configurationSchema'> {
+  const properties = Object.fromEntries(Object.entries(schema?.properties ?? {}).filter(([, property]) => property !== null));
+  return Object.keys(properties).length > 0 ? { configurationSchema: { properties } } : {};
+}
+
+/** VS Code's price fields: a cost that is not a finite number is left out (VS Code would print
+ * "null" or "NaN" in the Pricing column), as is an empty label. The sidecar sends none such. */
+export function priceFieldsOf(prices: HostPricing | null): PriceFields {
+  if (!prices) return {};
+  const fields: PriceFields = {};
+  for (const [name, value] of Object.entries(prices) as [keyof HostPricing, unknown][]) {
+    if ((typeof value === 'number' && Number.isFinite(value) && value >= 0) || (typeof value === 'string' && value)) {
+      Object.assign(fields, { [name]: value });
+    }
+  }
+  return fields;
 }

@@ -2,7 +2,16 @@
 // counts/shapes.ts). A file there may hold anything (another version's format, a truncated write, a hand edit): what is read back is checked
 // entry by entry, a bad entry is dropped and counted (for one log line), and a start never fails
 // because of it.
-import { MAX_MODEL_ID, type Capabilities, type EffortProperty, type ModelEntry, type Pricing, type SpeedProperty } from './contract';
+import {
+  MAX_MODEL_ID,
+  type Capabilities,
+  type EffortProperty,
+  type HostPricing,
+  type ModelEntry,
+  type PriceTier,
+  type Pricing,
+  type SpeedProperty,
+} from './contract';
 
 export interface Checked<T> {
   value: T;
@@ -33,6 +42,10 @@ function upgraded(entry: unknown): unknown {
   if (!('tokenizer' in out)) out = { ...out, tokenizer: '' };
   if (!('configurationSchema' in out)) out = { ...out, configurationSchema: null };
   if (!('warning' in out)) out = { ...out, warning: null };
+  // Saved before prices in tiers and VS Code's own price fields (issue 35): none until the next fetch.
+  if (!('hostPricing' in out)) out = { ...out, hostPricing: null };
+  const pricing = (out as { pricing?: unknown }).pricing;
+  if (isRecord(pricing) && !('tiers' in pricing)) out = { ...out, pricing: { ...pricing, tiers: [] } };
   return out;
 }
 
@@ -40,7 +53,27 @@ type Checks<T> = { [K in keyof T]-?: (value: unknown) => boolean };
 
 // One check per field of the contract's ModelEntry: a field added there fails to compile here.
 const CAPABILITIES: Checks<Capabilities> = { toolCalling: isBoolean, imageInput: isBoolean };
-const PRICING: Checks<Pricing> = { input: isPrice, output: isPrice, cacheRead: isPrice, cacheWrite: isPrice };
+const TIER: Checks<PriceTier> = { fromInputTokens: isTokenLimit, input: isPrice, output: isPrice, cacheRead: isPrice, cacheWrite: isPrice };
+const PRICING: Checks<Pricing> = {
+  input: isPrice,
+  output: isPrice,
+  cacheRead: isPrice,
+  cacheWrite: isPrice,
+  tiers: (value) => Array.isArray(value) && value.length <= MAX_TIERS && value.every((tier) => isShaped(tier, TIER)),
+};
+const CREDITS: (value: unknown) => boolean = (value) => value === null || (typeof value === 'number' && Number.isFinite(value) && value >= 0);
+const HOST_PRICING: Checks<HostPricing> = {
+  pricing: (value) => isString(value) && value.length <= 500,
+  inputCost: CREDITS,
+  outputCost: CREDITS,
+  cacheCost: CREDITS,
+  cacheWriteCost: CREDITS,
+  longContextInputCost: CREDITS,
+  longContextOutputCost: CREDITS,
+  longContextCacheCost: CREDITS,
+  longContextCacheWriteCost: CREDITS,
+  priceCategory: (value) => value === null || PRICE_CATEGORIES.includes(value),
+};
 const MODEL: Checks<ModelEntry> = {
   id: (value) => isString(value) && value.length > 0 && value.length <= MAX_MODEL_ID, // as the sidecar's catalogue
   name: isString,
@@ -61,28 +94,35 @@ const MODEL: Checks<ModelEntry> = {
   budgetInputTokens: isTokenLimit,
   // An encoding's name (it keys counts in memory and on disk), or '' when not known.
   tokenizer: (value) => typeof value === 'string' && /^[a-z0-9_]{0,64}$/.test(value),
-  configurationSchema: (value) => value === null || isMenus(value),
+  configurationSchema: (value) => value === null || isControls(value),
+  hostPricing: (value) => value === null || isShaped(value, HOST_PRICING),
   warning: (value) => value === null || (isString(value) && value.length <= 500),
 };
 const EFFORTS: readonly unknown[] = ['default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'] satisfies EffortProperty['enum'];
+const PRICE_CATEGORIES: readonly unknown[] = ['low', 'medium', 'high', 'very_high'] satisfies NonNullable<HostPricing['priceCategory']>[];
+const MAX_TIERS = 8; // as the sidecar's catalogue
 
 const SPEEDS: readonly unknown[] = ['standard', 'fast'] satisfies SpeedProperty['enum'];
 
-/** The chat input's menus of a model: effort's and speed's, each one VS Code will render, at least one. */
-function isMenus(value: unknown): boolean {
+/** The model's menus: effort's, speed's and context size's, each one VS Code will render; at least one. */
+function isControls(value: unknown): boolean {
   if (!isRecord(value) || !isRecord(value.properties)) return false;
-  const { reasoningEffort, speed } = value.properties;
-  if (reasoningEffort == null && speed == null) return false;
-  return (reasoningEffort == null || isMenu(reasoningEffort, EFFORTS)) && (speed == null || isMenu(speed, SPEEDS));
+  const { reasoningEffort, speed, contextSize } = value.properties;
+  if (reasoningEffort == null && speed == null && contextSize == null) return false;
+  return (
+    (reasoningEffort == null || isMenu(reasoningEffort, 'string', 'navigation', (level) => EFFORTS.includes(level))) &&
+    (speed == null || isMenu(speed, 'string', 'navigation', (value) => SPEEDS.includes(value))) &&
+    (contextSize == null || isMenu(contextSize, 'number', 'tokens', isTokenLimit))
+  );
 }
 
-/** A menu VS Code will render: values it knows, one label and description each, a default among them. */
-function isMenu(menu: unknown, values: readonly unknown[]): boolean {
-  if (!isRecord(menu) || !Array.isArray(menu.enum) || !menu.enum.every((value) => values.includes(value))) return false;
+/** A menu VS Code will render: values it takes, one label and description each, a default among them. */
+function isMenu(menu: unknown, type: string, group: string, isValue: (value: unknown) => boolean): boolean {
+  if (!isRecord(menu) || !Array.isArray(menu.enum) || !menu.enum.every(isValue)) return false;
   const listed = (list: unknown) => Array.isArray(list) && list.length === (menu.enum as unknown[]).length && list.every(isString);
   return (
-    menu.type === 'string' &&
-    menu.group === 'navigation' &&
+    menu.type === type &&
+    menu.group === group &&
     isString(menu.title) &&
     isString(menu.description) &&
     listed(menu.enumItemLabels) &&

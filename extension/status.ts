@@ -124,7 +124,10 @@ function remember<T>(map: Map<string, T>, key: string, value: T): void {
 }
 
 function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
-  const { input, output, cacheRead } = model.pricing;
+  // The tier the request's input reached, as the gateway bills it (the sidecar's spend/prices.py
+  // in_force): the chosen context size keeps Copilot's input below its tier.
+  const tier = model.pricing.tiers.filter((t) => t.fromInputTokens <= usage.inputTokens).at(-1);
+  const { input, output, cacheRead } = tier ?? model.pricing;
   if (input === null || output === null) return undefined;
   const fresh = usage.inputTokens - usage.cachedTokens;
   const cost = (fresh * input + usage.cachedTokens * (cacheRead ?? input) + usage.outputTokens * output) / 1_000_000;

@@ -107,6 +107,31 @@ MODELS = [
     },
     AGENT_MODEL,
 ]
+# Listed too under a base URL with `/tiers/` in its path, and in the UI run's list (FAKE_GATEWAY_TIERED):
+# prices in tiers, as the gateway lists Claude's and Gemini's long contexts (issue 35 §2), every token
+# of a request past 200K input tokens at the higher rates.
+TIERED_MODEL = {
+    "id": "fake/long",
+    "name": "Fake Long Context",
+    "type": "language",
+    "owned_by": "fake",
+    "context_window": 1000000,
+    "max_tokens": 64000,
+    "tags": ["tool-use"],
+    "pricing": {
+        "input": "0.000003",
+        "output": "0.000015",
+        "input_cache_read": "0.0000003",
+        "input_cache_write": "0.00000375",
+        "input_tiers": [{"cost": "0.000003", "min": 0, "max": 200001}, {"cost": "0.000006", "min": 200001}],
+        "output_tiers": [{"cost": "0.000015", "min": 0, "max": 200001}, {"cost": "0.0000225", "min": 200001}],
+        "input_cache_read_tiers": [
+            {"cost": "0.0000003", "min": 0, "max": 200001},
+            {"cost": "0.0000006", "min": 200001},
+        ],
+    },
+}
+
 # Listed too under a base URL with `/tokenizer/` in its path: the `tokenizer` scenario by model id,
 # a provider counting 1.35× o200k that enforces the input limit of this window (window − max output).
 TOKENIZER_MODEL = {
@@ -427,13 +452,16 @@ class Handler(BaseHTTPRequestHandler):
             elif "/surrogate/" in self.path:  # a name with a lone surrogate, as JSON's \ud800 can carry
                 lone = {**MODELS[0], "id": "fake/lone", "name": "Lone \ud800 Name"}
                 self._json(200, {"object": "list", "data": [*MODELS, lone]})
+            elif "/tiers/" in self.path:
+                self._json(200, {"object": "list", "data": [*MODELS, TIERED_MODEL]})
             elif "/efforts/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, *SPEED_MODELS]})
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, REASONING_AGENT_MODEL]})
             elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
                 markup = [MARKUP_MODEL, MARKUP_ID_MODEL] if self.server.gateway.markup else []
-                self._json(200, {"object": "list", "data": [*MODELS, OVERFLOW_MODEL, *markup]})
+                tiered = [TIERED_MODEL] if os.environ.get("FAKE_GATEWAY_TIERED") else []  # the UI run's
+                self._json(200, {"object": "list", "data": [*MODELS, OVERFLOW_MODEL, *tiered, *markup]})
             else:
                 self._json(200, {"object": "list", "data": MODELS})
         elif self.path == "/_requests":

@@ -85,7 +85,8 @@ async def test_numbers_from_disk_and_the_catalogue_reach_the_wire_as_json(gatewa
             models.get("hostile/inf-window", {}).get("contextWindow") == 128000
             and models.get("hostile/absurd", {}).get("pricing", {}).get("output") is None
             and models.get("hostile/nan-price", {}).get("pricing")
-            == dict.fromkeys(("input", "output", "cacheRead", "cacheWrite"))
+            == {**dict.fromkeys(("input", "output", "cacheRead", "cacheWrite")), "tiers": []}
+            and models.get("hostile/nan-price", {}).get("hostPricing") is None
             and models.get("fake/text", {}).get("budgetFactor") == 1.0  # its NaN factor was dropped
         )
         record(

@@ -23,6 +23,19 @@ DEFAULT_MAX_OUTPUT = 16_384
 MAX_TOKENS = 100_000_000  # bound of context windows and output limits: 50× today's largest window
 MAX_PRICE = 1_000_000.0  # USD per million tokens; one dollar a token is already no real price
 PER_MILLION = 1_000_000
+MAX_TIERS = 8  # price tiers of one model; the gateway lists two or three, more is not a price list
+# The gateway's tiered prices (`input_tiers`: [{cost, min, max?}], a rate per token from `min` input
+# tokens on) beside each flat price, and the field of Pricing each one prices.
+FLAT_FIELDS = {"input": "input", "output": "output", "input_cache_read": "cacheRead", "input_cache_write": "cacheWrite"}
+# One element of a `*_tiers` list: (its first input token, the first token past it or None, USD per
+# million tokens).
+Band = tuple[int, int | None, float]
+TIER_FIELDS = {
+    "input_tiers": "input",
+    "output_tiers": "output",
+    "input_cache_read_tiers": "cacheRead",
+    "input_cache_write_tiers": "cacheWrite",
+}
 # What an id and a version may hold. VS Code draws a model's `id@version` in the Language Models
 # editor's hover as trusted markdown, and the extension passes both as they are (an id is what a
 # request names); so neither may hold markup: a link, an autolink, a reference definition, a line
@@ -36,8 +49,23 @@ class Capabilities(BaseModel):
     imageInput: bool
 
 
+class PriceTier(BaseModel):
+    """The prices of a request whose input reaches `fromInputTokens`: the gateway bills every token of
+    such a request at these rates (long-context pricing, rfcs/0006 "Context tiers"). USD per million
+    tokens; a price the tier does not change is the base price."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    fromInputTokens: int
+    input: float | None = None
+    output: float | None = None
+    cacheRead: float | None = None
+    cacheWrite: float | None = None
+
+
 class Pricing(BaseModel):
-    """USD per million tokens; None where the gateway gives no price."""
+    """USD per million tokens; None where the gateway gives no price. The base prices are those of
+    a request below the first tier; `tiers` (ascending, each above the last) those of longer ones."""
 
     model_config = ConfigDict(allow_inf_nan=False)
 
@@ -45,6 +73,7 @@ class Pricing(BaseModel):
     output: float | None = None
     cacheRead: float | None = None
     cacheWrite: float | None = None
+    tiers: list[PriceTier] = []
 
 
 class ModelInfo(BaseModel):
@@ -67,6 +96,8 @@ class ModelInfo(BaseModel):
     efforts: Efforts | None = Field(default=None, exclude=True)
     # The prices of its fast tier, when the catalogue lists one (`<id>-fast`, speed.py); None: none.
     fast: Pricing | None = Field(default=None, exclude=True)
+    # How many of its prices and tiers the catalogue gave unreadable (dropped; logged once per list).
+    unreadablePrices: int = Field(default=0, exclude=True)
 
 
 def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInfo | None:
@@ -84,6 +115,7 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
     context = _token_count(raw.get("context_window")) or DEFAULT_CONTEXT_WINDOW
     max_output = min(_token_count(raw.get("max_tokens")) or DEFAULT_MAX_OUTPUT, context)
     owner, _, short = model_id.partition("/")
+    pricing, dropped = pricing_from(raw.get("pricing"))
     reasoning = "reasoning" in tags or bool(raw.get("reasoning_options"))
     return ModelInfo(
         id=model_id,
@@ -95,11 +127,12 @@ def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInf
         maxOutputTokens=max_output,
         capabilities=Capabilities(toolCalling="tool-use" in tags, imageInput="vision" in tags),
         reasoning=reasoning,
-        pricing=pricing_from(raw.get("pricing")),
+        pricing=pricing,
         tags=tags,
         ownedBy=_text(raw.get("owned_by")) or owner,
         description=_text(raw.get("description")),
         efforts=efforts_for(raw, model_id, reasoning),
+        unreadablePrices=dropped,
     )
 
 
@@ -109,20 +142,70 @@ def input_budget(context_window: int, max_output: int, reservation: int) -> int:
     return max(1, context_window - reserved)
 
 
-def pricing_from(raw: Any) -> Pricing:
+def pricing_from(raw: Any) -> tuple[Pricing, int]:
+    """The prices of a catalogue entry, and how many of its prices and tiers could not be read (each
+    is dropped: that price is unknown, never NaN)."""
     if not isinstance(raw, dict):
-        return Pricing()
-    return Pricing(
-        input=_per_million(raw.get("input")),
-        output=_per_million(raw.get("output")),
-        cacheRead=_per_million(raw.get("input_cache_read")),
-        cacheWrite=_per_million(raw.get("input_cache_write")),
-    )
+        return Pricing(), 0
+    dropped = 0
+    base: dict[str, float | None] = {}
+    tiers: dict[str, list[Band]] = {}
+    for key, field in FLAT_FIELDS.items():
+        base[field] = _per_million(raw.get(key))
+        dropped += raw.get(key) is not None and base[field] is None
+    for key, field in TIER_FIELDS.items():
+        listed, bad = _tiers(raw.get(key))
+        tiers[field], dropped = listed, dropped + bad
+        if base[field] is None:  # no flat price: the tier in force from the first token is the base
+            base[field] = _in_force(listed, 0)
+    starts = sorted({start for listed in tiers.values() for start, _, _ in listed if start > 0})
+    if len(starts) > MAX_TIERS:
+        dropped, starts = dropped + len(starts) - MAX_TIERS, starts[:MAX_TIERS]
+    above = [PriceTier(fromInputTokens=start, **_at(tiers, base, start)) for start in starts]
+    # A tier that bills what the one below it bills is no tier to choose.
+    distinct = [t for i, t in enumerate(above) if _rates(t) != (_rates(above[i - 1]) if i else tuple(base.values()))]
+    return Pricing(**base, tiers=distinct), dropped
+
+
+def _at(tiers: dict[str, list[Band]], base: dict[str, float | None], start: int) -> dict[str, float | None]:
+    """Each price of a request of `start` input tokens: its field's tier in force there, else the base price."""
+    prices = {field: _in_force(listed, start) for field, listed in tiers.items()}
+    return {field: base[field] if price is None else price for field, price in prices.items()}
+
+
+def _rates(tier: PriceTier) -> tuple[float | None, ...]:
+    return (tier.input, tier.output, tier.cacheRead, tier.cacheWrite)
+
+
+def _tiers(raw: Any) -> tuple[list[Band], int]:
+    """A `*_tiers` list as (first input token, first token past it or None, USD per million), and
+    how many of its elements could not be read."""
+    if raw is None:
+        return [], 0
+    if not isinstance(raw, list) or len(raw) > 4 * MAX_TIERS:
+        return [], 1
+    listed: list[Band] = []
+    for element in raw:
+        start = _token_count(element.get("min")) if isinstance(element, dict) and element.get("min") != 0 else 0
+        end = _token_count(element.get("max")) if isinstance(element, dict) else None
+        price = _per_million(element.get("cost")) if isinstance(element, dict) else None
+        if start is None or price is None or (end is not None and end <= start):
+            return [], 1  # one bad bound and the others cannot be trusted to say where it ends
+        listed.append((start, end, price))
+    return listed, 0
+
+
+def _in_force(tiers: list[Band], tokens: int) -> float | None:
+    """The price of the tier that holds a request of `tokens` input tokens: the one with the highest
+    start at or below it that has not ended."""
+    holding = [(start, price) for start, end, price in tiers if start <= tokens and (end is None or tokens < end)]
+    return max(holding)[1] if holding else None
 
 
 def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list[ModelInfo]:
     models: list[ModelInfo] = []
     unreadable = 0
+    unpriced: list[str] = []
     for raw in raw_models:
         try:
             model = model_from_gateway(raw, output_reservation)
@@ -131,9 +214,13 @@ def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list
             continue
         if model is not None:
             models.append(model)
+            if model.unreadablePrices:
+                unpriced.append(model.id)
     if unreadable:
         log.warning("ignored %d catalogue entries that could not be read", unreadable)
     link_fast_tiers(models)
+    if unpriced:  # one line for the list, not one per model: a catalogue is read every minute
+        log.warning("dropped prices that could not be read from %d models (%s)", len(unpriced), ", ".join(unpriced[:5]))
     return sorted(models, key=lambda m: (m.ownedBy, m.name.lower()))
 
 

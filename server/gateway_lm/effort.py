@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
+from .contextsize import ContextSizeProperty
 from .speed import SpeedProperty
 
 log = logging.getLogger(__name__)
@@ -65,10 +66,12 @@ class EffortProperty(BaseModel):
 
 
 class ConfigurationProperties(BaseModel):
-    """Each menu is left out of the wire where the model has none (the speed menu: speed.py)."""
+    """The model's controls; each is left out of the wire where the model has none (speed.py,
+    contextsize.py)."""
 
     reasoningEffort: EffortProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
     speed: SpeedProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
+    contextSize: ContextSizeProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
 
 
 class ConfigurationSchema(BaseModel):

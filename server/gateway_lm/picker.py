@@ -1,13 +1,51 @@
-"""What the editor's model picker shows: tooltip and detail built from the catalogue."""
+"""What the editor's model picker shows: tooltip and detail built from the catalogue, VS Code's own
+price fields, and the model's controls in the chat input."""
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
 from . import speed
 from .budget import advertised_window
-from .catalogue import ModelInfo
-from .effort import ConfigurationSchema, Effort, menu
+from .catalogue import ModelInfo, PriceTier, Pricing
+from .contextsize import ContextOption, ContextSizeProperty, context_menu
+from .effort import ConfigurationProperties, ConfigurationSchema, Effort, menu
 from .spend.prices import per_million
 from .tokenizer import encoding_name_for
+
+# VS Code's price fields are in GitHub AI credits per million tokens (its Language Models editor
+# heads the column "Cost (Credits per 1M Tokens)"); one credit is $0.01 (GitHub's billing docs), so
+# a model here reads in the same money as Copilot's own beside it (rfcs/0003, "Prices VS Code shows").
+CREDITS_PER_USD = 100
+PriceCategory = Literal["low", "medium", "high", "very_high"]
+# The badge ("Low cost" … "Very high cost") from the blended base price, USD per million tokens:
+# three input tokens to one output token, the mix of an agent turn (long prompts, short answers).
+# Below each bound, its category: mini/flash models are low, Sonnet-class medium, Opus-class high,
+# the priciest very high.
+PRICE_CATEGORIES: tuple[tuple[float, PriceCategory], ...] = ((1.0, "low"), (8.0, "medium"), (20.0, "high"))
+
+
+class HostPricing(BaseModel):
+    """VS Code's price fields on a model's information (`LanguageModelChatInformation`, its
+    languageModelPricing proposal; the host copies them without checking proposals). Costs in
+    credits per million tokens; a None field is left out (extension/provider.ts)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    pricing: str  # the label VS Code shows where it shows no numbers
+    inputCost: float | None
+    outputCost: float | None
+    cacheCost: float | None
+    cacheWriteCost: float | None
+    # The highest tier's, where the gateway bills long inputs at other rates.
+    longContextInputCost: float | None
+    longContextOutputCost: float | None
+    longContextCacheCost: float | None
+    longContextCacheWriteCost: float | None
+    priceCategory: PriceCategory | None
+
 
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
 
@@ -23,9 +61,11 @@ class ModelEntry(ModelInfo):
     # The encoding gateway/countTokens counts this model's texts with: the extension keeps one memo
     # per tokenizer, shared by every model that has it (rfcs/0004-token-accounting.md).
     tokenizer: str
-    # The reasoning-effort and speed menus beside the model in the chat input (effort.py, speed.py);
-    # None: no menu.
+    # The reasoning-effort, speed and context-size menus beside the model in the chat input
+    # (effort.py, speed.py, contextsize.py); None: no menu.
     configurationSchema: ConfigurationSchema | None
+    # VS Code's price fields; None for a model without an input and an output price.
+    hostPricing: HostPricing | None
     # What the picker warns of beside the model (VS Code's warningText, with a warning icon): only
     # what is true of it, that it takes no tools; None: nothing.
     warning: str | None
@@ -43,9 +83,79 @@ def picker_entry(
         budgetFactor=factor,
         budgetInputTokens=advertised_window(model.maxInputTokens, factor),
         tokenizer=encoding_name_for(model.id),
-        configurationSchema=menu(model.efforts, effort, speed.menu(model, fast)),
+        configurationSchema=_controls(
+            menu(model.efforts, effort, speed.menu(model, fast)), context_menu(context_options(model, factor))
+        ),
+        hostPricing=host_pricing(model.pricing),
         warning=None if model.capabilities.toolCalling else NO_TOOLS_NOTE,
     )
+
+
+def _controls(schema: ConfigurationSchema | None, context: ContextSizeProperty | None) -> ConfigurationSchema | None:
+    if context is None:
+        return schema
+    properties = schema.properties if schema else ConfigurationProperties()
+    return ConfigurationSchema(properties=properties.model_copy(update={"contextSize": context}))
+
+
+def host_pricing(pricing: Pricing) -> HostPricing | None:
+    """VS Code's price fields for the catalogue's prices, in credits per million tokens."""
+    if pricing.input is None or pricing.output is None:
+        return None
+    top = pricing.tiers[-1] if pricing.tiers else None
+    return HostPricing(
+        pricing=f"{per_million(pricing.input)} in / {per_million(pricing.output)} out per million tokens",
+        inputCost=_credits(pricing.input),
+        outputCost=_credits(pricing.output),
+        cacheCost=_credits(pricing.cacheRead),
+        cacheWriteCost=_credits(pricing.cacheWrite),
+        longContextInputCost=_credits(top.input) if top else None,
+        longContextOutputCost=_credits(top.output) if top else None,
+        longContextCacheCost=_credits(top.cacheRead) if top else None,
+        longContextCacheWriteCost=_credits(top.cacheWrite) if top else None,
+        priceCategory=price_category(pricing.input, pricing.output),
+    )
+
+
+def price_category(input_price: float, output_price: float) -> PriceCategory:
+    blended = (3 * input_price + output_price) / 4
+    return next((category for bound, category in PRICE_CATEGORIES if blended < bound), "very_high")
+
+
+def _credits(usd_per_million: float | None) -> float | None:
+    # Rounded to the credit's ten-thousandth: a float product like 0.3 × 100 = 30.000000000000004
+    # would show as such in VS Code's cells.
+    return None if usd_per_million is None else round(usd_per_million * CREDITS_PER_USD, 4)
+
+
+def context_options(model: ModelInfo, factor: float = 1.0) -> list[ContextOption]:
+    """The context sizes the user may pay for: up to each tier's start (its rates apply from there),
+    then the whole window; cheapest first. Values in Copilot's budget unit (budget.py); none for a
+    model without a tier that starts inside its input limit."""
+    starts = [t for t in model.pricing.tiers if t.fromInputTokens - 1 < model.maxInputTokens]
+    if not starts:
+        return []
+    options: list[ContextOption] = []
+    below = _rates_text(model.pricing)
+    for tier in starts:
+        limit = tier.fromInputTokens - 1
+        text = f"Up to {_k(limit)} input tokens, billed at {below}" if below else f"Up to {_k(limit)} input tokens"
+        options.append(ContextOption(value=advertised_window(limit, factor), label=_k(limit), description=text))
+        below = _rates_text(tier)
+    top = starts[-1]
+    whole = f"The whole window ({_k(model.maxInputTokens)} input tokens)"
+    if below:
+        whole += f": a request past {_k(top.fromInputTokens - 1)} input tokens is billed at {below}"
+    value = advertised_window(model.maxInputTokens, factor)
+    options.append(ContextOption(value=value, label=_k(model.contextWindow), description=whole))
+    # Distinct and rising: two tiers a token apart would read as one once divided by the factor.
+    return [o for i, o in enumerate(options) if i == 0 or o.value > options[i - 1].value]
+
+
+def _rates_text(prices: Pricing | PriceTier) -> str:
+    if prices.input is None or prices.output is None:
+        return ""
+    return f"{per_million(prices.input)} in / {per_million(prices.output)} out per million tokens"
 
 
 def tooltip(model: ModelInfo, factor: float = 1.0) -> str:
@@ -85,6 +195,10 @@ def _prices(model: ModelInfo) -> str:
     text = f"{per_million(pricing.input)} in / {per_million(pricing.output)} out per million tokens"
     if pricing.cacheRead is not None:
         text += f", cached input {per_million(pricing.cacheRead)}"
+    for tier in pricing.tiers:
+        rates = _rates_text(tier)
+        if rates:
+            text += f"\nPast {_k(tier.fromInputTokens - 1)} input tokens, the whole request: {rates}"
     return text
 
 

@@ -8,6 +8,7 @@ import * as host from './host.mjs';
 import { CHAT_SETTINGS, workbench } from './workbench.mjs';
 
 process.env.FAKE_GATEWAY_OVERFLOW_AGENT = '1'; // lists issue 36's model (tests/fake_agent.py) for 'overflow-turn'
+process.env.FAKE_GATEWAY_TIERED = '1'; // lists Fake Long Context, priced in tiers, for 'pricing-column' and 'context-size'
 const { cache, dirs, gateway, port, env } = await host.prepareRun(
   'ui',
   {
@@ -110,7 +111,7 @@ async function waitForRequest(from, model, text, what) {
  * is tried again, 20 ms later, for 5 s at most. */
 function userSettings() {
   const file = path.join(dirs.ud, 'User', 'settings.json');
-  for (const deadline = Date.now() + 5_000; ; ) {
+  for (const deadline = Date.now() + 5_000; ;) {
     try {
       return JSON.parse(fs.readFileSync(file, 'utf8'));
     } catch (error) {
@@ -185,6 +186,26 @@ try {
     360_000,
   ); // the first start sets up the sidecar's venv: up to 240 s
 
+  await step('pricing-column', async () => {
+    // VS Code's own price fields (issue 35 §1): the Language Models editor's Pricing column shows our
+    // models' costs in credits per million tokens ($1 = 100 credits), beside Copilot's own.
+    const editor = page.locator('.ai-models-management-editor');
+    const row = editor.locator('.models-model-row', { hasText: 'Fake Long Context' }).first();
+    await row.waitFor({ timeout: 30_000 });
+    await row.scrollIntoViewIfNeeded();
+    const cells = async (name) =>
+      editor
+        .locator('.models-model-row', { hasText: name })
+        .first()
+        .locator('.model-cost-grid .model-cost-cell')
+        .evaluateAll((spans) => spans.map((s) => s.textContent));
+    assert.deepEqual(await cells('Fake Long Context'), ['In: 300', 'Out: 1500', 'Cache Read: 30', 'Cache Write: 375']);
+    assert.deepEqual(await cells('Fake Text'), ['In: 300', 'Out: 1500', 'Cache Read: 30', '']);
+    assert.deepEqual(await cells('Fake Plain (no tools)'), ['', '', '', ''], 'no price listed, none shown');
+    await row.locator('.model-cost-grid').hover();
+    await page.locator('.monaco-hover', { hasText: 'Input: 300 credits per 1M tokens' }).first().waitFor({ timeout: 10_000 });
+  });
+
   await step('model-picker', async () => {
     // The Language Models dialog (1.133 keeps it open after the first Escape when the key box had focus).
     const dialog = page.locator('.ai-models-management-editor');
@@ -199,6 +220,79 @@ try {
     for (const name of ['Fake Text', 'Fake Tools', 'Fake Reasoning', 'Fake Plain (no tools)']) {
       await widget.getByText(name, { exact: true }).first().waitFor({ timeout: 10_000 });
     }
+  });
+
+  await step('price-hover', async () => {
+    // The picker's hover over a model: the badge of its price category (issue 35 §1).
+    const widget = page.locator('.action-widget').filter({ visible: true }).first();
+    await widget.getByText('Fake Pricey', { exact: true }).first().hover();
+    const badge = page.locator('.chat-model-hover-price-badge').filter({ visible: true }).first();
+    await badge.waitFor({ timeout: 10_000 });
+    assert.equal(await badge.textContent(), 'Very high cost');
+    assert.ok(await badge.evaluate((b) => b.classList.contains('high-cost')), 'drawn as a high cost');
+  });
+
+  await step('context-size', async () => {
+    // A model priced in tiers: the chat input offers its context sizes, the cheaper preselected
+    // (issue 35 §2); Copilot budgets at the chosen size and its context meter counts against it.
+    const widget = page.locator('.action-widget').filter({ visible: true }).first();
+    await widget.getByText('Fake Long Context', { exact: true }).first().click();
+    const button = page.locator('.part.auxiliarybar a.model-picker-config').first();
+    await page.waitForFunction(
+      () => document.querySelector('.part.auxiliarybar a.model-picker-config')?.getAttribute('aria-label') === 'Context Size: 200K',
+      null,
+      { timeout: 10_000 },
+    );
+    await button.click();
+    const menu = page.locator('.action-widget', { hasText: 'Context Size' }).filter({ visible: true }).first();
+    await menu.waitFor({ timeout: 10_000 });
+    const box = await menu.boundingBox(); // past 1.133's pointer block, as in openPicker
+    if (box) await page.mouse.move(box.x + box.width / 2, box.y + 10);
+    const sizes = await menu
+      .locator('.chat-model-picker-config-option')
+      .evaluateAll((rows) => rows.map((row) => row.getAttribute('aria-label')?.split(',')[0]));
+    assert.deepEqual(sizes, ['200K', '1M']);
+    await menu.getByText('1M', { exact: true }).first().hover();
+    // The option's description, in the menu's hover (its words wrap: matched across lines).
+    await page
+      .getByText(/a request\s+past 200K input tokens is billed at \$6\.00 in/)
+      .first()
+      .waitFor({ timeout: 10_000 });
+    await page.screenshot({ path: path.join(artifacts, 'ui-context-size-menu.png') });
+    await menu.getByText('1M', { exact: true }).first().click();
+    await page.waitForFunction(
+      () => document.querySelector('.part.auxiliarybar a.model-picker-config')?.getAttribute('aria-label') === 'Context Size: 1M',
+      null,
+      { timeout: 10_000 },
+    );
+    // Back to the cheaper size, in the menu VS Code keeps open after a choice.
+    await menu.getByText('200K', { exact: true }).first().click();
+    await page.waitForFunction(
+      () => document.querySelector('.part.auxiliarybar a.model-picker-config')?.getAttribute('aria-label') === 'Context Size: 200K',
+      null,
+      { timeout: 10_000 },
+    );
+    await page.keyboard.press('Escape');
+    // The budget Copilot then keeps to: its context meter counts against 200K + the 64K output limit.
+    await send('[scenario:words] Say hello');
+    await responses().last().getByText('streamed word by word to Copilot Chat.', { exact: false }).waitFor({ timeout: 60_000 });
+    const meter = page.locator('.part.auxiliarybar .chat-context-usage-widget').first();
+    if (
+      await meter.waitFor({ timeout: 15_000 }).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      await meter.click();
+      const details = page.locator('.chat-context-usage-details').filter({ visible: true }).first();
+      await details.waitFor({ timeout: 10_000 });
+      const counted = await details.locator('.quota-label').first().textContent();
+      console.log(`ui: context-size: the context meter reads "${counted}"`);
+      assert.match(counted ?? '', /\/ 264K tokens/, 'the window of the 200K tier and the output limit');
+      await page.screenshot({ path: path.join(artifacts, 'ui-context-size-meter.png') });
+      await page.keyboard.press('Escape');
+    } else console.log('ui: context-size: this host shows no context meter for the answer');
+    await openPicker('Fake Text'); // as 'answer' expects it
   });
 
   await step('answer', async () => {

@@ -126,7 +126,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     maxOutputTokens: 100,
     capabilities: { toolCalling: true, imageInput: false },
     reasoning: false,
-    pricing: { input: 1, output: 2, cacheRead: null, cacheWrite: null },
+    pricing: { input: 1, output: 2, cacheRead: null, cacheWrite: null, tiers: [] },
     tags: [],
     ownedBy: 'cached',
     description: '',
@@ -136,6 +136,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     budgetInputTokens: 900,
     tokenizer: 'o200k_base',
     configurationSchema: null,
+    hostPricing: null,
     warning: null,
   };
   const models = [

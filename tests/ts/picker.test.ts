@@ -18,7 +18,7 @@ const model = (id: string): ModelEntry => ({
   maxOutputTokens: 100,
   capabilities: { toolCalling: true, imageInput: false },
   reasoning: false,
-  pricing: { input: null, output: null, cacheRead: null, cacheWrite: null },
+  pricing: { input: null, output: null, cacheRead: null, cacheWrite: null, tiers: [] },
   tags: [],
   ownedBy: 'o',
   description: '',
@@ -28,6 +28,7 @@ const model = (id: string): ModelEntry => ({
   budgetInputTokens: 900,
   tokenizer: 'o200k_base',
   configurationSchema: null,
+  hostPricing: null,
   warning: null,
 });
 

@@ -23,7 +23,7 @@ const sonnet = {
   id: 'anthropic/claude-sonnet-4',
   name: 'Claude Sonnet 4',
   contextWindow: 200_000,
-  pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+  pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75, tiers: [] as ModelEntry['pricing']['tiers'] },
 } as ModelEntry;
 const usage: UsagePart = { type: 'usage', inputTokens: 1000, outputTokens: 20, totalTokens: 1020, cachedTokens: 0, reasoningTokens: 0 };
 const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
@@ -325,7 +325,7 @@ test("records and the status bar take the sidecar's bounds (the contract's const
     assert.equal(parseUsageRecord({ ...record(), ...bad }), undefined, Object.keys(bad)[0]);
   }
   // The status bar's own estimate past the bound is no cost, as the sidecar's record has none.
-  const absurd = { ...sonnet, pricing: { input: 1_000_000, output: 1_000_000, cacheRead: null, cacheWrite: null } } as ModelEntry;
+  const absurd = { ...sonnet, pricing: { input: 1_000_000, output: 1_000_000, cacheRead: null, cacheWrite: null, tiers: [] } } as ModelEntry;
   const status = new StatusBar();
   status.show(absurd, { ...usage, inputTokens: 2_000_000_000 }, 'chat-absurd');
   assert.doesNotMatch(item().text, /\$\d/, 'no price in the bar');

@@ -15,7 +15,7 @@ const sonnet: ModelEntry = {
   maxOutputTokens: 64_000,
   capabilities: { toolCalling: true, imageInput: true },
   reasoning: true,
-  pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+  pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75, tiers: [] },
   tags: [],
   ownedBy: 'anthropic',
   description: '',
@@ -25,6 +25,7 @@ const sonnet: ModelEntry = {
   budgetInputTokens: 183_616,
   tokenizer: 'o200k_base',
   configurationSchema: null,
+  hostPricing: null,
   warning: null,
 };
 const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
@@ -69,7 +70,20 @@ test('amber from 75% of the context window, red from 90%', () => {
 
 test('a model without prices shows no cost rather than a wrong one', () => {
   const status = new StatusBar();
-  status.show({ ...sonnet, pricing: { input: null, output: null, cacheRead: null, cacheWrite: null } }, usage(1000, 10));
+  status.show({ ...sonnet, pricing: { input: null, output: null, cacheRead: null, cacheWrite: null, tiers: [] } }, usage(1000, 10));
   assert.equal(latestItem().text, '$(pulse) Claude Sonnet 4: 1.0K in · 10 out · <1% of context');
   assert.doesNotMatch(latestItem().tooltip!, /Cost/);
+});
+
+test('a long request is priced at the tier its input reached, as the gateway bills it (issue 35 §2)', () => {
+  const tiered: ModelEntry = {
+    ...sonnet,
+    contextWindow: 1_000_000,
+    pricing: { ...sonnet.pricing, tiers: [{ fromInputTokens: 200_001, input: 6, output: 22.5, cacheRead: 0.6, cacheWrite: 3.75 }] },
+  };
+  const status = new StatusBar();
+  status.show(tiered, usage(200_000, 1000)); // 200,000 × $3 + 1,000 × $15 per million = $0.615
+  assert.match(latestItem().tooltip!, /Cost: \$0\.6150 /);
+  status.show(tiered, usage(300_000, 1000, 100_000)); // 200,000 × $6 + 100,000 × $0.60 + 1,000 × $22.50 = $1.2825
+  assert.match(latestItem().tooltip!, /Cost: \$1\.28 · /, "not $0.6450, the base prices' cost");
 });

@@ -24,7 +24,7 @@ const MODEL: ModelEntry = {
   maxOutputTokens: 100,
   capabilities: { toolCalling: true, imageInput: true },
   reasoning: false,
-  pricing: { input: 1, output: 2, cacheRead: null, cacheWrite: null },
+  pricing: { input: 1, output: 2, cacheRead: null, cacheWrite: null, tiers: [] },
   tags: ['vision'],
   ownedBy: 'a',
   description: '',
@@ -34,6 +34,7 @@ const MODEL: ModelEntry = {
   budgetInputTokens: 900,
   tokenizer: 'o200k_base',
   configurationSchema: null,
+  hostPricing: null,
   warning: null,
 };
 const EFFORT_MENU: EffortProperty = {

@@ -23,8 +23,21 @@ EXPECTED_OUTPUT_TOKENS = 1000
 APPROVAL_SLACK = 1e-9
 
 
+def in_force(pricing: Pricing, input_tokens: int) -> Pricing:
+    """The prices a request of `input_tokens` input tokens is billed at: the highest tier it reaches
+    (the gateway bills a long context's every token at that tier's rates), else the base prices. The
+    tier the user chose in the chat input bounds the input Copilot sends, so this is that tier's
+    price whenever Copilot keeps to it (rfcs/0006, "Context tiers")."""
+    reached = [t for t in pricing.tiers if t.fromInputTokens <= input_tokens]
+    if not reached:
+        return pricing
+    tier = reached[-1]
+    return Pricing(input=tier.input, output=tier.output, cacheRead=tier.cacheRead, cacheWrite=tier.cacheWrite)
+
+
 def request_estimate(input_tokens: int, pricing: Pricing, max_output_tokens: int) -> float | None:
     """USD, or None when the model has no input or output price (then there is no guard)."""
+    pricing = in_force(pricing, input_tokens)
     if pricing.input is None or pricing.output is None:
         return None
     expected_output = min(max(max_output_tokens, 0), EXPECTED_OUTPUT_TOKENS)
@@ -34,7 +47,10 @@ def request_estimate(input_tokens: int, pricing: Pricing, max_output_tokens: int
 def usage_cost(usage: UsagePart, pricing: Pricing | None) -> float | None:
     """USD by list prices, as the status bar computes it (extension/status.ts): cached input at the
     cache-read price where there is one."""
-    if pricing is None or pricing.input is None or pricing.output is None:
+    if pricing is None:
+        return None
+    pricing = in_force(pricing, usage["inputTokens"])
+    if pricing.input is None or pricing.output is None:
         return None
     cached = min(usage["cachedTokens"], usage["inputTokens"])
     fresh = usage["inputTokens"] - cached

@@ -1,0 +1,166 @@
+"""Prices where VS Code shows them, and the context the user pays for (issue 35 §1, §2): the
+catalogue's tiered prices, VS Code's own price fields and badge, the context-size menu, and the price
+the guard and the records use, through the real sidecar and the fake gateway's catalogue."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import pytest
+
+from fake_gateway import FakeServer
+from gateway_lm.catalogue import catalogue, pricing_from
+from gateway_lm.picker import CREDITS_PER_USD, context_options, host_pricing, picker_entry, price_category
+from gateway_lm.spend.prices import in_force, request_estimate, usage_cost
+from sidecar_client import Sidecar
+
+TIERED = {
+    "input": "0.000003",
+    "output": "0.000015",
+    "input_cache_read": "0.0000003",
+    "input_tiers": [{"cost": "0.000003", "min": 0, "max": 200001}, {"cost": "0.000006", "min": 200001}],
+    "output_tiers": [{"cost": "0.000015", "min": 0, "max": 200001}, {"cost": "0.0000225", "min": 200001}],
+}
+
+
+def model(pricing: Any, window: int = 1_000_000, max_tokens: int = 64_000) -> dict[str, Any]:
+    return {"id": "fake/long", "context_window": window, "max_tokens": max_tokens, "tags": [], "pricing": pricing}
+
+
+def test_tiered_prices_are_read_as_the_gateway_bills_them() -> None:
+    pricing, dropped = pricing_from(TIERED)
+    assert dropped == 0
+    assert (pricing.input, pricing.output, pricing.cacheRead) == (3.0, 15.0, 0.3)
+    [tier] = pricing.tiers
+    # The tier starts where the gateway's does; a price it does not list is the base price.
+    assert (tier.fromInputTokens, tier.input, tier.output, tier.cacheRead) == (200_001, 6.0, 22.5, 0.3)
+
+
+def test_a_catalogue_without_flat_prices_takes_the_first_tiers() -> None:
+    pricing, _ = pricing_from({k: v for k, v in TIERED.items() if k.endswith("_tiers")})
+    assert (pricing.input, pricing.output) == (3.0, 15.0)
+    assert [t.fromInputTokens for t in pricing.tiers] == [200_001]
+
+
+@pytest.mark.parametrize(
+    "tiers",
+    [
+        "0.000006",  # not a list
+        [{"cost": "NaN", "min": 200001}],
+        [{"cost": "0.000006", "min": -5}],
+        [{"cost": "0.000006", "min": 200001, "max": 100}],  # ends before it starts
+        [{"cost": "1e400", "min": 200001}],
+        [{"cost": "0.000006", "min": "lots"}],
+        [None],
+    ],
+)
+def test_an_unreadable_tier_is_dropped_never_nan(tiers: Any, caplog: pytest.LogCaptureFixture) -> None:
+    raw = {"input": "0.000003", "output": "0.000015", "input_tiers": tiers}
+    with caplog.at_level(logging.WARNING, logger="gateway_lm.catalogue"):
+        [info] = catalogue([model(raw)], 16_000)
+    assert (info.pricing.input, info.pricing.output, info.pricing.tiers) == (3.0, 15.0, [])
+    assert all(math.isfinite(v) for v in host_pricing(info.pricing).model_dump().values() if isinstance(v, float))  # type: ignore[union-attr]
+    lines = [r.getMessage() for r in caplog.records if "prices" in r.getMessage()]
+    assert len(lines) == 1 and "fake/long" in lines[0], lines
+
+
+def test_one_log_line_for_a_whole_list_of_bad_prices(caplog: pytest.LogCaptureFixture) -> None:
+    bad = [{**model({"input": "NaN", "output": "-1"}), "id": f"bad/{i}"} for i in range(20)]
+    with caplog.at_level(logging.WARNING, logger="gateway_lm.catalogue"):
+        listed = catalogue(bad, 16_000)
+    assert len(listed) == 20 and all(m.pricing.input is None for m in listed)
+    assert len([r for r in caplog.records if "prices" in r.getMessage()]) == 1
+
+
+def test_vs_codes_price_fields_are_credits_per_million_tokens() -> None:
+    [info] = catalogue([model({**TIERED, "input_cache_write": "0.00000375"})], 16_000)
+    fields = host_pricing(info.pricing)
+    assert fields is not None
+    # $3 per million tokens is 300 credits of $0.01 per million tokens, as Copilot lists Sonnet.
+    assert CREDITS_PER_USD == 100
+    assert (fields.inputCost, fields.outputCost, fields.cacheCost, fields.cacheWriteCost) == (300, 1500, 30, 375)
+    assert (fields.longContextInputCost, fields.longContextOutputCost) == (600, 2250)
+    assert fields.priceCategory == "medium"
+    assert fields.pricing == "$3.00 in / $15.00 out per million tokens"
+
+
+def test_a_model_without_prices_has_no_price_fields() -> None:
+    [info] = catalogue([model({"input": "0.000001"})], 16_000)  # no output price
+    assert host_pricing(info.pricing) is None
+    flat = catalogue([model({"input": "0.000001", "output": "0.000002"})], 16_000)[0]
+    assert host_pricing(flat.pricing).longContextInputCost is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("prices", "category"),
+    [
+        ((0.25, 2.0), "low"),  # GPT-5 mini
+        ((1.0, 5.0), "medium"),  # Haiku 4.5
+        ((3.0, 15.0), "medium"),  # Sonnet
+        ((5.0, 25.0), "high"),  # Opus 4.5
+        ((15.0, 75.0), "very_high"),  # Opus 4.1
+    ],
+)
+def test_the_badge_follows_the_written_rule(prices: tuple[float, float], category: str) -> None:
+    assert price_category(*prices) == category
+
+
+def test_the_context_menu_offers_each_tier_cheapest_first() -> None:
+    [info] = catalogue([model(TIERED)], 16_000)
+    options = context_options(info)
+    assert [o.label for o in options] == ["200K", "1M"]
+    assert [o.value for o in options] == [200_000, info.maxInputTokens]
+    assert "$3.00 in / $15.00 out" in options[0].description
+    assert "$6.00 in / $22.50 out" in options[1].description
+    schema = picker_entry(info).configurationSchema
+    assert schema is not None and schema.properties.reasoningEffort is None
+    menu = schema.properties.contextSize
+    assert menu is not None and menu.default == 200_000 and menu.group == "tokens" and menu.type == "number"
+
+
+def test_the_menus_values_are_in_copilots_budget_unit() -> None:
+    """Copilot compares the chosen size with maxInputTokens, which is in o200k tokens (rfcs/0004):
+    a model whose tokenizer counts 1.25× o200k reaches 200K real tokens at 160K of Copilot's."""
+    [info] = catalogue([model(TIERED)], 16_000)
+    entry = picker_entry(info, 1.25)
+    menu = entry.configurationSchema.properties.contextSize  # type: ignore[union-attr]
+    assert menu is not None and menu.enum == [160_000, entry.budgetInputTokens]
+
+
+def test_no_menu_where_the_tier_starts_past_the_window() -> None:
+    # A learned window of 150K (an overflow) leaves only the cheap tier: nothing to choose.
+    [info] = catalogue([model(TIERED, window=150_000, max_tokens=16_000)], 16_000)
+    assert context_options(info) == []
+    assert picker_entry(info).configurationSchema is None
+
+
+def test_the_guard_and_the_records_price_the_tier_the_input_reaches() -> None:
+    pricing, _ = pricing_from(TIERED)
+    assert in_force(pricing, 200_000).input == 3.0
+    assert in_force(pricing, 200_001).input == 6.0
+    short = request_estimate(100_000, pricing, 1000)
+    long = request_estimate(300_000, pricing, 1000)
+    assert short == pytest.approx((100_000 * 3 + 1000 * 15) / 1e6)
+    assert long == pytest.approx((300_000 * 6 + 1000 * 22.5) / 1e6)
+    usage = {"inputTokens": 300_000, "cachedTokens": 100_000, "outputTokens": 1000}
+    assert usage_cost(usage, pricing) == pytest.approx((200_000 * 6 + 100_000 * 0.3 + 1000 * 22.5) / 1e6)  # type: ignore[arg-type]
+
+
+async def test_the_model_list_carries_the_fields_and_the_menu(gateway: FakeServer) -> None:
+    side = Sidecar()
+    await side.start(gateway.base_url + "/tiers/v1", {"maxRetries": 0})
+    try:
+        listed = {m["id"]: m for m in (await side.request("gateway/models", {}))["models"]}
+    finally:
+        await side.stop()
+    long = listed["fake/long"]
+    assert long["hostPricing"]["inputCost"] == 300 and long["hostPricing"]["longContextInputCost"] == 600
+    assert long["configurationSchema"]["properties"]["contextSize"]["enumItemLabels"] == ["200K", "1M"]
+    assert long["configurationSchema"]["properties"]["reasoningEffort"] is None
+    # Every priced model has the fields; the unpriced one has none.
+    assert listed["fake/text"]["hostPricing"]["priceCategory"] == "medium"
+    assert listed["fake/pricey"]["hostPricing"]["priceCategory"] == "very_high"
+    assert listed["fake/plain"]["hostPricing"] is None
+    assert listed["fake/text"]["configurationSchema"]["properties"]["contextSize"] is None

@@ -1,0 +1,74 @@
+// Prices where VS Code shows them and the context the user pays for (issue 35 §1, §2), through the
+// real extension.ts (VS Code's API stubbed), the real sidecar and the loopback fake gateway: each
+// priced model carries VS Code's price fields in credits, a model priced in tiers a context-size
+// menu, and VS Code is never given a null or a NaN where it reads a number or a schema.
+import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
+import { CancellationTokenSource } from 'vscode-jsonrpc/node';
+import type * as vscode from 'vscode';
+import * as stub from './vscode-stub';
+import { bundleGateway } from './real';
+import { activate } from '../../extension/extension';
+import { priceFieldsOf, type GatewayChatProvider } from '../../extension/provider';
+
+const subscriptions: { dispose(): unknown }[] = [];
+const gateway = bundleGateway({ defaultKey: true, path: '/tiers', cleanup: () => subscriptions.forEach((d) => d.dispose()) });
+let provider: GatewayChatProvider;
+
+before(async () => {
+  const storage = gateway.folder('agl-prices-');
+  const context = { subscriptions, secrets: new stub.SecretStorage(), globalStorageUri: { fsPath: storage } };
+  await activate(context as unknown as vscode.ExtensionContext);
+  provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+});
+
+type Info = vscode.LanguageModelChatInformation & Record<string, unknown> & { configurationSchema?: { properties: Record<string, unknown> } };
+
+async function models(): Promise<Map<string, Info>> {
+  const token = new CancellationTokenSource().token as unknown as vscode.CancellationToken;
+  const listed = (await provider.provideLanguageModelChatInformation({ silent: true }, token)) as Info[];
+  return new Map(listed.map((m) => [m.id, m]));
+}
+
+test("each priced model carries VS Code's price fields in credits per million tokens; an unpriced one none", async () => {
+  const listed = await models();
+  const text = listed.get('fake/text')!;
+  // $3 / $15 / $0.30 per million tokens: 300 / 1500 / 30 credits of $0.01.
+  assert.deepEqual([text.inputCost, text.outputCost, text.cacheCost, text.priceCategory], [300, 1500, 30, 'medium']);
+  assert.equal(text.pricing, '$3.00 in / $15.00 out per million tokens');
+  assert.ok(!('cacheWriteCost' in text) && !('longContextInputCost' in text), 'a price the gateway does not list is left out, never null');
+  const long = listed.get('fake/long')!;
+  assert.deepEqual([long.longContextInputCost, long.longContextOutputCost, long.longContextCacheCost], [600, 2250, 60]);
+  assert.equal(listed.get('fake/pricey')!.priceCategory, 'very_high');
+  const plain = listed.get('fake/plain')!;
+  for (const field of ['pricing', 'inputCost', 'outputCost', 'priceCategory']) assert.ok(!(field in plain), `fake/plain has no ${field}`);
+});
+
+test('a model priced in tiers gets a context-size menu, the cheaper tier preselected; menus it lacks are left out', async () => {
+  const listed = await models();
+  const long = listed.get('fake/long')!;
+  const menu = long.configurationSchema?.properties.contextSize as { enum: number[]; enumItemLabels: string[]; default: number; group: string };
+  assert.deepEqual(menu.enumItemLabels, ['200K', '1M']);
+  assert.equal(menu.default, menu.enum[0]);
+  assert.equal(menu.enum.at(-1), long.maxInputTokens, 'the whole window is the largest choice');
+  assert.equal(menu.group, 'tokens');
+  assert.deepEqual(Object.keys(long.configurationSchema!.properties), ['contextSize'], 'no null effort menu for VS Code to read');
+  assert.deepEqual(Object.keys(listed.get('fake/reasoning')!.configurationSchema!.properties), ['reasoningEffort']);
+  assert.equal(listed.get('fake/tools')!.configurationSchema, undefined);
+});
+
+test('a cost that is not a finite number is never given to VS Code', () => {
+  const fields = priceFieldsOf({
+    pricing: '',
+    inputCost: Number.NaN,
+    outputCost: Infinity,
+    cacheCost: -1,
+    cacheWriteCost: null,
+    longContextInputCost: 600,
+    longContextOutputCost: null,
+    longContextCacheCost: null,
+    longContextCacheWriteCost: null,
+    priceCategory: 'high',
+  });
+  assert.deepEqual(fields, { longContextInputCost: 600, priceCategory: 'high' });
+});
