@@ -298,7 +298,9 @@ type ChatInformation = vscode.LanguageModelChatInformation &
     configurationSchema?: { properties: Record<string, unknown> };
     isUserSelectable?: boolean;
     statusIcon?: vscode.ThemeIcon;
-    warningText?: string;
+    /** The picker's hover shows each value on a line of its own (`Object.values`), keyed as Copilot
+     * keys its own (by a warning's code): a bare string would be drawn a character per line. */
+    warningText?: Record<string, string>;
     /** Ours, not VS Code's: the tag of the provider group this entry was listed for (VS Code hands the
      * object it was given back to provideLanguageModelChatResponse and provideTokenCount). */
     group?: string;
@@ -333,7 +335,7 @@ function toChatInformation(model: ModelEntry, shown: readonly string[]): ChatInf
     // Left out of `picker.models`: still registered (a setting or a small task naming it works), not
     // offered in the picker (rfcs/0003, "The picker the user curates").
     ...(isShown(model.id, shown) ? {} : { isUserSelectable: false }),
-    ...(model.warning ? { warningText: plain(model.warning), statusIcon: new vscode.ThemeIcon('warning') } : {}),
+    ...(model.warning ? { warningText: { tools: plain(model.warning) }, statusIcon: new vscode.ThemeIcon('warning') } : {}),
   };
 }
 

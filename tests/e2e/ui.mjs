@@ -230,6 +230,10 @@ try {
     await badge.waitFor({ timeout: 10_000 });
     assert.equal(await badge.textContent(), 'Very high cost');
     assert.ok(await badge.evaluate((b) => b.classList.contains('high-cost')), 'drawn as a high cost');
+    // Fake Pricey takes no tools: the hover says so in one line (a bare string was a character a line).
+    const warnings = await page.locator('.chat-model-hover-warning-text').filter({ visible: true }).allInnerTexts();
+    assert.equal(warnings.length, 1, `one warning line, not ${warnings.length}`);
+    assert.match(warnings[0], /does not support tools/);
   });
 
   await step('context-size', async () => {

@@ -31,7 +31,7 @@ before(async () => {
   provider.onDidChangeLanguageModelChatInformation(() => changes++);
 });
 
-type Info = vscode.LanguageModelChatInformation & { isUserSelectable?: boolean; warningText?: string; statusIcon?: { id: string } };
+type Info = vscode.LanguageModelChatInformation & { isUserSelectable?: boolean; warningText?: Record<string, string>; statusIcon?: { id: string } };
 const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;
 const listed = async () => new Map(((await provider.provideLanguageModelChatInformation({ silent: true }, token())) as Info[]).map((m) => [m.id, m]));
 
@@ -52,7 +52,8 @@ test('Choose Gateway Models… writes the models picked; the others stay registe
     'every model offered before a choice',
   );
   const plain = before.get('fake/plain')!;
-  assert.match(plain.warningText ?? '', /does not support tools/, 'a model without tools says so in the picker');
+  // VS Code draws each value of the record on a line of its own: a bare string, a character per line.
+  assert.match(Object.values(plain.warningText ?? {}).join('\n'), /does not support tools/, 'a model without tools says so in the picker');
   assert.equal(plain.statusIcon?.id, 'warning');
   assert.equal(before.get('fake/text')!.warningText, undefined, 'no warning where there is nothing to warn of');
 
