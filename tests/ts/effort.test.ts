@@ -7,8 +7,7 @@ import { before, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
-import { bundleGateway } from './real';
-import { activate } from '../../extension/extension';
+import { activateWindow, bundleGateway } from './real';
 import type { GatewayChatProvider } from '../../extension/provider';
 
 const subscriptions: { dispose(): unknown }[] = [];
@@ -21,10 +20,7 @@ const gateway = bundleGateway({
 let provider: GatewayChatProvider;
 
 before(async () => {
-  const storage = gateway.folder('agl-effort-');
-  const context = { subscriptions, secrets: new stub.SecretStorage(), globalStorageUri: { fsPath: storage } };
-  await activate(context as unknown as vscode.ExtensionContext);
-  provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+  provider = await activateWindow(gateway.folder('agl-effort-'), subscriptions);
 });
 
 const token = () => new CancellationTokenSource().token as unknown as vscode.CancellationToken;

@@ -6,9 +6,7 @@ import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
-import * as stub from './vscode-stub';
-import { bundleGateway } from './real';
-import { activate } from '../../extension/extension';
+import { activateWindow, bundleGateway } from './real';
 import { priceFieldsOf, type GatewayChatProvider } from '../../extension/provider';
 
 const subscriptions: { dispose(): unknown }[] = [];
@@ -16,10 +14,7 @@ const gateway = bundleGateway({ defaultKey: true, path: '/tiers', cleanup: () =>
 let provider: GatewayChatProvider;
 
 before(async () => {
-  const storage = gateway.folder('agl-prices-');
-  const context = { subscriptions, secrets: new stub.SecretStorage(), globalStorageUri: { fsPath: storage } };
-  await activate(context as unknown as vscode.ExtensionContext);
-  provider = stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
+  provider = await activateWindow(gateway.folder('agl-prices-'), subscriptions);
 });
 
 type Info = vscode.LanguageModelChatInformation & Record<string, unknown> & { configurationSchema?: { properties: Record<string, unknown> } };

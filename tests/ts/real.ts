@@ -6,7 +6,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before } from 'node:test';
+import type * as vscode from 'vscode';
 import { createMessageConnection, MessageConnection, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { activate } from '../../extension/extension';
+import type { GatewayChatProvider } from '../../extension/provider';
 import { FrameReader } from '../../extension/sidecar/frames';
 import { PartsRouter } from '../../extension/sidecar/rpc';
 import * as stub from './vscode-stub';
@@ -88,4 +91,12 @@ export function bundleGateway(options: { defaultKey?: boolean; path?: string; se
       return folder;
     },
   };
+}
+
+/** One window of the built bundle: activate() with `folder` as its global storage and a fresh secret
+ * store, and the provider it registered with VS Code. */
+export async function activateWindow(folder: string, subscriptions: { dispose(): unknown }[]): Promise<GatewayChatProvider> {
+  const context = { subscriptions, secrets: new stub.SecretStorage(), globalStorageUri: { fsPath: folder } };
+  await activate(context as unknown as vscode.ExtensionContext);
+  return stub.registeredProviders.get('vercel-ai-gateway') as GatewayChatProvider;
 }
