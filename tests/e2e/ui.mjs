@@ -414,9 +414,24 @@ try {
   // Issue 22 §3: the user curates the picker. A model left out is not offered, yet stays registered.
   const togglePick = async (name) => {
     if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
-    await runCommand('Choose Gateway Models');
+    // The list sometimes never comes on a loaded machine (seen twice in 40 runs, cause unknown):
+    // the command again, as openPicker clicks again, with what was shown instead in the log.
     const pick = page.locator('.quick-input-widget');
-    await pick.locator('.monaco-list-row', { hasText: 'Fake Text' }).first().waitFor({ timeout: 30_000 });
+    for (let attempt = 1; ; attempt++) {
+      await runCommand('Choose Gateway Models');
+      const listed = await pick
+        .locator('.monaco-list-row', { hasText: 'Fake Text' })
+        .first()
+        .waitFor({ timeout: 15_000 })
+        .then(() => true)
+        .catch(() => false);
+      if (listed) break;
+      const shown = (await pick.isVisible()) ? (await pick.innerText()).replace(/\s+/g, ' ').slice(0, 200) : 'no quick input';
+      assert.ok(attempt < 3, `Choose Gateway Models never listed Fake Text in 3 tries; last shown: ${shown}`);
+      console.log(`ui: Choose Gateway Models, try ${attempt}: no list within 15 s (shown: ${shown}); again`);
+      await page.keyboard.press('Escape');
+      await pick.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => {});
+    }
     await pick.locator('input[type="text"], input.input').first().fill(name);
     const row = pick.locator('.monaco-list-row', { hasText: name }).first();
     const checked = await row.getAttribute('aria-checked');
@@ -861,7 +876,9 @@ try {
       const shown = await hover.innerText();
       console.log(`ui: the markup model's hover reads: ${JSON.stringify(shown)}`);
       assert.ok(shown.includes('Get free credits') && shown.includes('workbench.action.terminal.new'), 'the text is shown as text');
-      const links = await hover.locator('a').evaluateAll((anchors) => anchors.map((a) => `${a.getAttribute('href') ?? ''} ${a.getAttribute('data-href') ?? ''}`));
+      const links = await hover
+        .locator('a')
+        .evaluateAll((anchors) => anchors.map((a) => `${a.getAttribute('href') ?? ''} ${a.getAttribute('data-href') ?? ''}`));
       assert.deepEqual(links, [], 'no link in the hover');
       await page.screenshot({ path: path.join(artifacts, 'ui-hover-markup.png') });
     } finally {
