@@ -12,8 +12,11 @@ import pytest
 
 from fake_gateway import FakeServer
 from gateway_lm.catalogue import catalogue, pricing_from
+from gateway_lm.contextsize import chosen_tokens
+from gateway_lm.fit import CLEARED, KEEP_NEWEST
 from gateway_lm.picker import CREDITS_PER_USD, context_options, host_pricing, picker_entry, price_category
 from gateway_lm.spend.prices import in_force, request_estimate, usage_cost
+from gateway_lm.tokenizer import count_request
 from sidecar_client import Sidecar
 
 TIERED = {
@@ -166,3 +169,55 @@ async def test_the_model_list_carries_the_fields_and_the_menu(gateway: FakeServe
     assert "contextSize" not in (listed["fake/text"]["configurationSchema"] or {}).get(
         "properties", {}
     )  # no tiers, no menu
+
+
+# The context size chosen in the chat input is the limit a request is fitted into (fit.py): a request
+# Copilot did not compact in time gives up its oldest tool results rather than be billed every token
+# at the longer context's rates the user did not choose.
+READ = "".join(f"def step_{i}(value: int) -> int:\n    return value * {i}\n" for i in range(2000))  # ~38K tokens
+
+
+def reads(count: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": 1, "name": None, "content": [{"type": "text", "value": "Read them."}]}]
+    for n in range(count):
+        call = {"type": "toolCall", "callId": f"c{n}", "name": "read_file", "input": {"filePath": f"{n}.py"}}
+        result = {"type": "toolResult", "callId": f"c{n}", "content": [{"type": "text", "value": f"{n}\n{READ}"}]}
+        messages += [{"role": 2, "name": None, "content": [call]}, {"role": 1, "name": None, "content": [result]}]
+    return messages
+
+
+@pytest.mark.timeout(120)
+async def test_a_request_is_fitted_into_the_context_size_chosen(gateway: FakeServer) -> None:
+    side = Sidecar()
+    await side.start(gateway.base_url + "/tiers/v1", {"maxRetries": 0})
+    try:
+        listed = {m["id"]: m for m in (await side.request("gateway/models", {}))["models"]}
+        short, whole = listed["fake/long"]["configurationSchema"]["properties"]["contextSize"]["enum"]
+        tools = [{"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object"}}]
+        sent: dict[str, list[str]] = {}
+        for label, chosen in (("200K", short), ("1M", whole), ("none", None), ("bad", "lots")):
+            params: dict[str, Any] = {"requestId": label, "model": "fake/long", "messages": reads(8), "tools": tools}
+            if chosen is not None:
+                params["modelConfiguration"] = {"contextSize": chosen}
+            await side.request("gateway/chat", params)
+            body = gateway.gateway.requests[-1]["body"]
+            sent[label] = [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
+            if label == "200K":
+                assert count_request(body, "fake/long") <= 200_000, "past the tier the user chose"
+    finally:
+        await side.stop()
+    assert sent["200K"][0] == CLEARED and all(READ in o for o in sent["200K"][-KEEP_NEWEST:])
+    for label in ("1M", "none", "bad"):  # the whole window: ~300K tokens sent as they are
+        assert len(sent[label]) == 8 and CLEARED not in sent[label], label
+    assert any("not a number of tokens" in message for _, message in side.logs)
+
+
+def test_a_choice_stored_before_the_factor_moved_still_means_its_tier() -> None:
+    [info] = catalogue([model(TIERED)], 16_000)
+    options = context_options(info, 1.1)
+    assert [chosen_tokens(options, options[0].value * 1.04), chosen_tokens(options, options[1].value * 0.96)] == [
+        200_000,
+        info.maxInputTokens,
+    ]
+    assert [chosen_tokens(options, v) for v in (None, True, -1, math.inf, math.nan, "200000")] == [None] * 6
+    assert chosen_tokens(context_options(info, 1.1)[:1], options[0].value) is None  # no menu

@@ -19,11 +19,13 @@ from .accounting import Accounting, limit_from_message
 from .budget import BudgetFactors
 from .catalogue import ModelInfo, catalogue, input_budget
 from .client import GatewayClient
+from .contextsize import MENU_KEY as CONTEXT_KEY
+from .contextsize import chosen_tokens
 from .counting import TokenService
 from .errors import GatewayError, refuses_lost_reasoning
 from .fit import InputLimit, fit_request, has_tool_results
 from .messages import ChatRequest, PartOut
-from .picker import ModelEntry, picker_entry
+from .picker import ModelEntry, context_options, picker_entry
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from .settings import Settings
 from .spend.ledger import Approval, Ledger
@@ -166,6 +168,13 @@ class ChatService:
         budget = input_budget(limit, model.maxOutputTokens, self.settings.outputReservation)
         return model.model_copy(update={"maxInputTokens": min(model.maxInputTokens, budget)})
 
+    def _paid_for(self, model: ModelInfo, request: ChatRequest) -> int:
+        """The input limit a request is fitted into: the model's window, or the context size chosen in
+        the chat input (contextsize.py), whose longer tier's rates the user did not choose to pay."""
+        factor = self.budget.factor(model.id, self.accounting.factor(model.id))  # the menu's, as listed
+        chosen = chosen_tokens(context_options(model, factor), request.modelConfiguration.get(CONTEXT_KEY))
+        return model.maxInputTokens if chosen is None else min(chosen, model.maxInputTokens)
+
     # ---- a chat ----
 
     async def chat(
@@ -187,7 +196,7 @@ class ChatService:
         factor = self.accounting.factor(request.model)
         # The learned limit at once, not from the next model list: Copilot keeps the turn's window,
         # and each later request of the turn would be refused and sent again (issue 36 §1).
-        limit = None if known is None else InputLimit(self._with_learned_limit(known).maxInputTokens, factor)
+        limit = None if known is None else InputLimit(self._paid_for(self._with_learned_limit(known), request), factor)
         unreasoned_as_text = request.model in self._needs_reasoning
         prepared = await prepare(request, self.settings, known, limit, unreasoned_as_text)
         await self.ledger.guard(

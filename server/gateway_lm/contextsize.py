@@ -5,15 +5,21 @@ past 200K input tokens at twice the rate, say), the chat input offers the tiers 
 menu, the cheapest first and preselected. VS Code shows the menu beside the model; Copilot budgets
 and compacts the conversation at the chosen size and its context meter shows it (VS Code 1.133+).
 The values are budgets in the unit of `maxInputTokens` (o200k tokens, rfcs/0004 "One budget
-unit"), since Copilot compares them with it. This module is the menu's shape; picker.py builds it
-from the catalogue's tiers.
+unit"), since Copilot compares them with it. This module is the menu's shape and what a choice
+means for the request; picker.py builds the menu from the catalogue's tiers, and the chat service
+fits a request into the size chosen (fit.py), so that one Copilot did not compact in time is not
+billed at the longer context's rates.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Literal
 
 from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
 
 MENU_KEY = "contextSize"  # the key VS Code and Copilot read (`modelConfiguration.contextSize`)
 MENU_TITLE = "Context Size"
@@ -29,6 +35,7 @@ class ContextOption(BaseModel):
     value: int
     label: str
     description: str
+    inputTokens: int  # the model's own input tokens it stands for: the tier's start − 1, or the window
 
 
 class ContextSizeProperty(BaseModel):
@@ -59,3 +66,16 @@ def context_menu(options: list[ContextOption]) -> ContextSizeProperty | None:
         default=options[0].value,
         group="tokens",
     )
+
+
+def chosen_tokens(options: list[ContextOption], value: object) -> int | None:
+    """The input tokens the size chosen in the chat input (`modelConfiguration.contextSize`, untrusted)
+    stands for: the option nearest `value`, since a stored choice outlives a change of the budget
+    factor, which moves the values by a few per cent. None without a menu, or for a value that is no
+    positive number (logged): the caller keeps the whole window, as Copilot then does."""
+    if len(options) < 2 or value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        log.info("the context size %.40r is not a number of tokens: the whole window applies", value)
+        return None
+    return min(options, key=lambda o: abs(math.log(value / o.value))).inputTokens

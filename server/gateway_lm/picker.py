@@ -140,14 +140,18 @@ def context_options(model: ModelInfo, factor: float = 1.0) -> list[ContextOption
     for tier in starts:
         limit = tier.fromInputTokens - 1
         text = f"Up to {_k(limit)} input tokens, billed at {below}" if below else f"Up to {_k(limit)} input tokens"
-        options.append(ContextOption(value=advertised_window(limit, factor), label=_k(limit), description=text))
+        options.append(
+            ContextOption(value=advertised_window(limit, factor), label=_k(limit), description=text, inputTokens=limit)
+        )
         below = _rates_text(tier)
     top = starts[-1]
     whole = f"The whole window ({_k(model.maxInputTokens)} input tokens)"
     if below:
         whole += f": a request past {_k(top.fromInputTokens - 1)} input tokens is billed at {below}"
     value = advertised_window(model.maxInputTokens, factor)
-    options.append(ContextOption(value=value, label=_k(model.contextWindow), description=whole))
+    options.append(
+        ContextOption(value=value, label=_k(model.contextWindow), description=whole, inputTokens=model.maxInputTokens)
+    )
     # Distinct and rising: two tiers a token apart would read as one once divided by the factor.
     return [o for i, o in enumerate(options) if i == 0 or o.value > options[i - 1].value]
 
