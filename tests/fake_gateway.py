@@ -213,6 +213,13 @@ SPEED_MODELS = [
     },
 ]
 
+# The UI run's model with a fast tier (FAKE_GATEWAY_TIERED, step 'speed-menu'): Fake Speedy, priced so
+# that neither tier trips that run's spend limit nor undercuts Fake Tools as the small-task model.
+SPEED_UI_MODELS = [
+    {**SPEED_MODELS[0], "pricing": {"input": "0.0000015", "output": "0.000003"}},
+    {**SPEED_MODELS[1], "pricing": {"input": "0.000003", "output": "0.000006"}},
+]
+
 # What a careless or hostile gateway lists: numbers JSON cannot carry (Python's parser reads them as
 # inf/nan), negative and absurd values, wrong types, and entries that are not objects at all.
 HOSTILE_MODELS = b"""{"object": "list", "data": [
@@ -460,7 +467,9 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, REASONING_AGENT_MODEL]})
             elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
                 markup = [MARKUP_MODEL, MARKUP_ID_MODEL] if self.server.gateway.markup else []
-                tiered = [TIERED_MODEL] if os.environ.get("FAKE_GATEWAY_TIERED") else []  # the UI run's
+                tiered = (
+                    [TIERED_MODEL, *SPEED_UI_MODELS] if os.environ.get("FAKE_GATEWAY_TIERED") else []
+                )  # the UI run's
                 self._json(200, {"object": "list", "data": [*MODELS, OVERFLOW_MODEL, *tiered, *markup]})
             else:
                 self._json(200, {"object": "list", "data": MODELS})

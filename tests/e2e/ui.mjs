@@ -8,7 +8,9 @@ import * as host from './host.mjs';
 import { CHAT_SETTINGS, workbench } from './workbench.mjs';
 
 process.env.FAKE_GATEWAY_OVERFLOW_AGENT = '1'; // lists issue 36's model (tests/fake_agent.py) for 'overflow-turn'
-process.env.FAKE_GATEWAY_TIERED = '1'; // lists Fake Long Context, priced in tiers, for 'pricing-column' and 'context-size'
+// Lists Fake Long Context, priced in tiers, for 'pricing-column' and 'context-size', and Fake Speedy,
+// with a fast tier, for 'speed-menu'.
+process.env.FAKE_GATEWAY_TIERED = '1';
 const { cache, dirs, gateway, port, env } = await host.prepareRun(
   'ui',
   {
@@ -409,6 +411,57 @@ try {
     // A model that does not reason shows no menu.
     await pickModel('Fake Tools');
     await effortButton().waitFor({ state: 'hidden', timeout: 10_000 });
+  });
+
+  await step('speed-menu', async () => {
+    // A model the catalogue lists with a fast tier (`<id>-fast`): a Speed menu beside the model with
+    // both tiers' prices (issue 35 §3); the choice reaches the gateway as providerOptions.gateway.speed.
+    if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
+    await pickModel('Fake Speedy');
+    const speedButton = () => page.locator('.part.auxiliarybar a.model-picker-config').first();
+    const speedIs = (label) =>
+      page.waitForFunction(
+        (want) => document.querySelector('.part.auxiliarybar a.model-picker-config')?.getAttribute('aria-label') === want,
+        `Speed: ${label}`,
+        { timeout: 10_000 },
+      );
+    const speedMenu = () =>
+      page
+        .locator('.action-widget')
+        .filter({ visible: true, has: page.locator('.chat-model-picker-config-option', { hasText: 'Fast' }) })
+        .first();
+    const choose = async (label) => {
+      await speedButton().click();
+      await speedMenu().waitFor({ timeout: 10_000 });
+      const box = await speedMenu().boundingBox(); // past 1.133's pointer block, as in openPicker
+      if (box) await page.mouse.move(box.x + box.width / 2, box.y + 10);
+      const options = await speedMenu()
+        .locator('.chat-model-picker-config-option')
+        .evaluateAll((rows) => rows.map((row) => row.getAttribute('aria-label') ?? ''));
+      if (label === 'Fast') {
+        console.log(`ui: the speed menu offers ${JSON.stringify(options)}`);
+        assert.deepEqual(
+          options.map((o) => o.split(',')[0]),
+          ['Standard', 'Fast'],
+          'standard first, then the fast tier',
+        );
+        assert.match(options[1], /\$3 in \/ \$6 out per million tokens/, "the fast tier's own price");
+        await speedMenu().getByText('Fast', { exact: true }).first().hover(); // its price, in the shot
+        await page.waitForTimeout(1_000); // the menu fades in, the hover after it
+        await page.screenshot({ path: path.join(artifacts, 'ui-speed-menu-open.png') });
+      }
+      await speedMenu().getByText(label, { exact: true }).first().click();
+      await speedIs(label);
+      await page.keyboard.press('Escape');
+      await speedMenu().waitFor({ state: 'hidden', timeout: 5_000 });
+    };
+    await speedIs('Standard'); // preselected: the model's own speed
+    await choose('Fast');
+    await sendAndWait('fake/speedy', '[scenario:text] Quickly, please');
+    assert.equal((await lastSent('fake/speedy')).providerOptions?.gateway?.speed, 'fast', 'the fast tier reached the gateway');
+    await choose('Standard');
+    await sendAndWait('fake/speedy', '[scenario:text] At the usual pace');
+    assert.equal((await lastSent('fake/speedy')).providerOptions?.gateway?.speed, undefined, 'no speed: standard');
   });
 
   // Issue 22 §3: the user curates the picker. A model left out is not offered, yet stays registered.
