@@ -585,8 +585,8 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     if scenario.startswith("error-"):
         serve_error(h, int(scenario.split("-")[1]))
         return
-    if scenario in BUDGET_REFUSALS:
-        status, body, headers = BUDGET_REFUSALS[scenario]
+    if scenario in BUDGET_REFUSALS or scenario in ACCOUNT_REFUSALS:
+        status, body, headers = {**BUDGET_REFUSALS, **ACCOUNT_REFUSALS}[scenario]
         h._raw(status, body.encode(), "application/json", headers)
         return
     if scenario.startswith("flaky-"):
@@ -963,6 +963,24 @@ BUDGET_REFUSALS: dict[str, tuple[int, str, dict[str, str]]] = {
         '{"error":{"message":"Project budget exceeded; requests resume when the budget resets.",'
         '"type":"rate_limit_exceeded"}}',
         {"retry-after": "0"},
+    ),
+}
+
+
+# Refusals about the account, as the real gateway words them (public reports, 2026): a team with no
+# card on file, and a model free credits do not cover. Their advice is their own (errors.py).
+ACCOUNT_REFUSALS: dict[str, tuple[int, str, dict[str, str]]] = {
+    "unverified": (
+        403,
+        '{"error":{"message":"AI Gateway requires a valid credit card on file to service requests.'
+        ' Please visit https://vercel.com/d?to=/[team]/~/ai to add a card and unlock your free credits.",'
+        '"type":"customer_verification_required"}}',
+        {},
+    ),
+    "free-tier-model": (
+        403,
+        '{"error":{"message":"This model is not available on the free tier.","type":"free_tier_model_not_available"}}',
+        {},
     ),
 }
 

@@ -147,6 +147,20 @@ async def test_a_spent_gateway_budget_is_its_own_error_and_is_not_retried(
 
 
 @pytest.mark.parametrize(
+    ("scenario", "advice"),
+    [("unverified", "no payment card on file"), ("free-tier-model", "not available on free credits")],
+)
+async def test_an_account_refusal_says_what_to_change_on_the_account(
+    gateway: FakeServer, scenario: str, advice: str
+) -> None:
+    error, parts = await failure(settings_for(gateway, maxRetries=3), f"fake/{scenario}")
+    assert (error.kind, error.status) == ("forbidden", 403)
+    assert advice in error.message and "AI Gateway page of the Vercel dashboard" in error.message
+    assert "pick another model or upgrade the plan" not in error.message  # the kind's advice, wrong here
+    assert len(gateway.gateway.requests) == 1 and parts == []
+
+
+@pytest.mark.parametrize(
     ("status", "body", "kind"),
     [
         # Anthropic's 400 about a token budget, OpenAI's quota, the free tier: not a spend budget.

@@ -83,6 +83,22 @@ _ADVICE: dict[ErrorKind, str] = {
     "internal": "This is a bug in the sidecar; see the logs.",
 }
 
+# A 403 the gateway names by its type, about the account rather than the model, where the kind's
+# advice would send the user the wrong way. Seen from the real gateway (public reports, 2026):
+# `customer_verification_required`, "AI Gateway requires a valid credit card on file to service
+# requests", on a team without a card, free credits included; `free_tier_model_not_available`.
+_ADVICE_BY_TYPE: dict[str, str] = {
+    "customer_verification_required": (
+        "The Vercel team of this API key has no payment card on file, which the gateway requires before"
+        " it serves any request, free credits included: add one on the AI Gateway page of the Vercel"
+        " dashboard, then try again."
+    ),
+    "free_tier_model_not_available": (
+        "This model is not available on free credits: pick another model, or buy AI Gateway credits on"
+        " the AI Gateway page of the Vercel dashboard."
+    ),
+}
+
 _GENERATION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 _OVERFLOW_HINTS = (
     "context length",
@@ -176,8 +192,10 @@ def invalid_key(key: str, grouped: bool) -> GatewayError | None:
     return None
 
 
-def with_advice(kind: ErrorKind, detail: str) -> str:
-    advice = _ADVICE.get(kind, "")
+def with_advice(kind: ErrorKind, detail: str, error_type: str = "") -> str:
+    """`detail` and what to do next: the advice for the gateway's `error_type` where it has its own,
+    else the kind's."""
+    advice = _ADVICE_BY_TYPE.get(error_type.strip().lower()) or _ADVICE.get(kind, "")
     detail = detail.strip().rstrip(".")
     if not detail:
         return advice
@@ -369,7 +387,7 @@ def error_from_response(status: int, body: bytes, retry_after: float | None = No
     else:
         kind = kind_for_status(status, detail, code)
         prefix = f"AI Gateway answered {status}"
-        message = with_advice(kind, f"{prefix}: {detail}" if detail else prefix)
+        message = with_advice(kind, f"{prefix}: {detail}" if detail else prefix, code)
         error = GatewayError(kind, message, status=status, retry_after=retry_after)
     error.generation_id = generation_id_of(payload)
     return error
