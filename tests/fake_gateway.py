@@ -464,7 +464,8 @@ class Handler(BaseHTTPRequestHandler):
             elif "/efforts/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, *SPEED_MODELS]})
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
-                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, REASONING_AGENT_MODEL]})
+                agents = [*MODELS, *EFFORT_MODELS, *SPEED_MODELS, REASONING_AGENT_MODEL]
+                self._json(200, {"object": "list", "data": agents})
             elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
                 markup = [MARKUP_MODEL, MARKUP_ID_MODEL] if self.server.gateway.markup else []
                 tiered = (

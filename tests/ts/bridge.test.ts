@@ -20,7 +20,7 @@ const load = createRequire(__filename); // `vscode` inside it resolves to the st
 const subscriptions: { dispose(): unknown }[] = [];
 const gateway = bundleGateway({
   defaultKey: true,
-  path: '/agents', // the catalogue with fake/reasoning-agent and the effort models
+  path: '/agents', // the catalogue with fake/reasoning-agent, the effort models and fake/speedy's tiers
   cleanup: () => subscriptions.forEach((d) => d.dispose()),
 });
 const AGENT = 'fake/reasoning-agent';
@@ -78,7 +78,13 @@ interface Logged {
   rejected?: string;
   turn?: number;
   step?: number;
-  body: { model: string; input?: Record<string, unknown>[]; include?: string[]; reasoning?: { effort?: string } };
+  body: {
+    model: string;
+    input?: Record<string, unknown>[];
+    include?: string[];
+    reasoning?: { effort?: string };
+    providerOptions?: { gateway?: { speed?: string } };
+  };
 }
 
 async function gatewayLog(): Promise<Logged[]> {
@@ -236,6 +242,21 @@ test("(c) the reasoning effort the bridge asks for reaches the gateway as reason
     log.map((e) => e.body.reasoning?.effort),
     log.map(() => 'low'),
   );
+});
+
+test('(g) the speed chosen for a model in the editor reaches the gateway through the bridge too', { timeout: 60_000 }, async () => {
+  // VS Code sends the configuration it keeps for a model with every request to it, the bridge's
+  // included, though the bridge lists only the effort menu (rfcs/0009, "Menus the bridge leaves out").
+  await open();
+  const speeds = async (stored?: Record<string, unknown>) => {
+    const requests = await mark();
+    const session = new BridgeSession(provider, model('fake/speedy'), { tools: TOOLS, ...(stored ? { stored } : {}) });
+    await session.turn('Quick one. [scenario:text]');
+    assert.deepEqual(unanswered(session.turns), []);
+    return (await requests()).map((entry) => entry.body.providerOptions?.gateway?.speed ?? 'none');
+  };
+  assert.deepEqual(await speeds({ speed: 'fast' }), ['fast'], 'the fast tier chosen in the chat input');
+  assert.deepEqual(await speeds(), ['none'], "the menu's default, standard: no speed sent");
 });
 
 for (const [variant, unmerged] of [

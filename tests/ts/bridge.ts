@@ -119,10 +119,32 @@ function parseJson(json: string): unknown {
   }
 }
 
-/** The options the bridge sends, as the provider receives them: `configuration` arrives as
- * `modelConfiguration`. Assumed, not read in the host's source: the tool mode (the bridge sets none;
- * Auto here) and `requestInitiator` 'core' (the bridge calls without an extension id). */
-export function toOptions(request: ByokRequest): vscode.ProvideLanguageModelChatResponseOptions {
+/** The model's configuration as VS Code's language-models service sends it with every request, the
+ * bridge's included (the workbench bundle of VS Code 1.139.1: `sendChatRequest` merges `getModelConfiguration`, which is
+ * `_resolveModelConfigurationWithDefaults`, under the caller's `configuration`): the defaults of the
+ * model's `configurationSchema`, then what the user chose in the editor's chat input (`stored`, kept per
+ * model), then the caller's; undefined when there is nothing to send. */
+export function modelConfiguration(
+  model: vscode.LanguageModelChatInformation,
+  stored: Record<string, unknown> | undefined,
+  caller: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
+  const schema = (model as { configurationSchema?: { properties?: Record<string, { default?: unknown }> } }).configurationSchema;
+  const defaults = Object.fromEntries(Object.entries(schema?.properties ?? {}).flatMap(([key, p]) => (p.default !== undefined ? [[key, p.default]] : [])));
+  const resolved = !schema?.properties && !stored ? undefined : !stored && Object.keys(defaults).length === 0 ? undefined : { ...defaults, ...stored };
+  return resolved ? { ...resolved, ...caller } : caller;
+}
+
+/** The options the bridge sends, as the provider receives them: `configuration` (the effort) arrives
+ * as `modelConfiguration`, over the model's own (above). Assumed, not read in the host's source: the
+ * tool mode (the bridge sets none; Auto here) and `requestInitiator` 'core' (the bridge calls without
+ * an extension id). */
+export function toOptions(
+  request: ByokRequest,
+  model: vscode.LanguageModelChatInformation,
+  stored?: Record<string, unknown>,
+): vscode.ProvideLanguageModelChatResponseOptions {
+  const configuration = modelConfiguration(model, stored, request.reasoningEffort ? { reasoningEffort: request.reasoningEffort } : undefined);
   const tools = request.tools?.length
     ? request.tools.map((tool) => ({
         name: tool.name,
@@ -135,7 +157,7 @@ export function toOptions(request: ByokRequest): vscode.ProvideLanguageModelChat
     includeEncryptedThinking: true,
     requestInitiator: 'core',
     toolMode: 1,
-    ...(request.reasoningEffort ? { modelConfiguration: { reasoningEffort: request.reasoningEffort } } : {}),
+    ...(configuration ? { modelConfiguration: configuration } : {}),
     ...(tools ? { tools } : {}),
   } as unknown as vscode.ProvideLanguageModelChatResponseOptions;
 }
@@ -231,6 +253,7 @@ export async function bridgeChat(
   token: vscode.CancellationToken,
   onPart?: (part: Part, count: number) => void,
   merge = true,
+  stored?: Record<string, unknown>,
 ): Promise<{ result: ByokResult; parts: Part[] }> {
   const parts: Part[] = [];
   const custom = new Set(request.tools?.filter((t) => t.type === 'custom').map((t) => t.name));
@@ -241,7 +264,7 @@ export async function bridgeChat(
     },
   };
   try {
-    await provider.provideLanguageModelChatResponse(model, toMessages(request, merge), toOptions(request), progress, token);
+    await provider.provideLanguageModelChatResponse(model, toMessages(request, merge), toOptions(request, model, stored), progress, token);
     return { result: fromParts(parts, custom, request.modelId), parts };
   } catch (error) {
     return { result: { output: [], error: error instanceof Error ? error.message : String(error) }, parts };
@@ -327,6 +350,9 @@ export interface SessionOptions {
   loseEncrypted?: boolean;
   /** One message per item, never merged: the upstream handler at 020db717 (BridgeSession only). */
   unmerged?: boolean;
+  /** What the user chose for the model in the editor's chat input (`{speed: 'fast'}`), which VS Code
+   * keeps per model and sends with every request to it, the harness's too. */
+  stored?: Record<string, unknown>;
 }
 
 export interface RequestRecord {
@@ -443,7 +469,7 @@ export class BridgeSession extends AgentSession {
         ...(this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : {}),
       };
       const sent = await timed(step === 1 ? control.cancelAfterParts : undefined, (token, onPart) =>
-        bridgeChat(this.provider, this.model, request, token, onPart, !this.options.unmerged),
+        bridgeChat(this.provider, this.model, request, token, onPart, !this.options.unmerged, this.options.stored),
       );
       const { result } = sent;
       record.requests.push({
@@ -502,12 +528,14 @@ export class EditorPathSession extends AgentSession {
       description: tool.description ?? '',
       inputSchema: tool.type === 'function' ? tool.parametersSchema : FREEFORM_SCHEMA,
     }));
+    const effort = this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : undefined;
+    const configuration = modelConfiguration(this.model, this.options.stored, effort);
     const options = {
       tools,
       toolMode: 1,
       modelOptions: {},
       requestInitiator: 'github.copilot-chat',
-      ...(this.options.reasoningEffort ? { modelConfiguration: { reasoningEffort: this.options.reasoningEffort } } : {}),
+      ...(configuration ? { modelConfiguration: configuration } : {}),
     } as unknown as vscode.ProvideLanguageModelChatResponseOptions;
     const end = () => this.history.push(...current.map(withoutThinking));
     for (let step = 1; step <= (this.options.maxSteps ?? DEFAULT_STEPS); step++) {
