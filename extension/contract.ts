@@ -80,6 +80,7 @@ export interface ModelEntry {
   tags: string[];
   ownedBy: string;
   description: string;
+  fastTierOf: string | null;
   tooltip: string;
   detail: string;
   budgetFactor: number;

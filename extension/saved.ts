@@ -44,6 +44,8 @@ function upgraded(entry: unknown): unknown {
   if (!('warning' in out)) out = { ...out, warning: null };
   // Saved before prices in tiers and VS Code's own price fields (issue 35): none until the next fetch.
   if (!('hostPricing' in out)) out = { ...out, hostPricing: null };
+  // Saved before fast tiers were named (issue 35 §3): none until the next fetch.
+  if (!('fastTierOf' in out)) out = { ...out, fastTierOf: null };
   const pricing = (out as { pricing?: unknown }).pricing;
   if (isRecord(pricing) && !('tiers' in pricing)) out = { ...out, pricing: { ...pricing, tiers: [] } };
   return out;
@@ -88,6 +90,7 @@ const MODEL: Checks<ModelEntry> = {
   tags: (value) => Array.isArray(value) && value.every(isString),
   ownedBy: isString,
   description: isString,
+  fastTierOf: (value) => value === null || (isString(value) && value.length > 0 && value.length <= MAX_MODEL_ID),
   tooltip: isString,
   detail: isString,
   budgetFactor: (value) => typeof value === 'number' && value >= 0.5 && value <= 3,

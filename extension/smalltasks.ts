@@ -30,10 +30,11 @@ function priced(model: ModelEntry): model is ModelEntry & { pricing: { input: nu
   return typeof input === 'number' && typeof output === 'number' && Number.isFinite(input) && Number.isFinite(output) && input >= 0 && output >= 0;
 }
 
-/** The models Copilot's small tasks may run on, best first: tool-capable and priced; a fast hint
- * first, then the lowest output price, the lowest input price, the id. */
+/** The models Copilot's small tasks may run on, best first: tool-capable and priced, and no model's
+ * fast tier (`…-fast` beside its model: the same model at a higher price, whose "fast" is no small
+ * model's hint); a fast hint first, then the lowest output price, the lowest input price, the id. */
 export function rankForSmallTasks(models: readonly ModelEntry[]): ModelEntry[] {
-  const candidates = models.filter((m) => m.capabilities.toolCalling && priced(m));
+  const candidates = models.filter((m) => m.capabilities.toolCalling && priced(m) && !m.fastTierOf);
   const key = (m: ModelEntry) => [hasFastHint(m) ? 0 : 1, m.pricing.output ?? 0, m.pricing.input ?? 0] as const;
   return candidates.sort((a, b) => {
     const [ka, kb] = [key(a), key(b)];

@@ -63,6 +63,17 @@ async def test_a_model_with_a_fast_tier_gets_a_speed_menu_with_both_prices(sidec
     assert "speed" not in listed["fake/reasoning"]["properties"]
 
 
+async def test_a_fast_tier_names_its_model(sidecar: Sidecar) -> None:
+    """The extension passes a fast tier over for Copilot's small tasks (extension/smalltasks.ts)."""
+    tiers = {m["id"]: m["fastTierOf"] for m in (await sidecar.request("gateway/models", {}))["models"]}
+    assert (tiers["fake/speedy-fast"], tiers["openai/gpt-5-fast"], tiers["fake/speedy"], tiers["fake/tools"]) == (
+        "fake/speedy",
+        "openai/gpt-5",
+        None,
+        None,
+    )
+
+
 async def test_the_choice_in_the_chat_input_reaches_the_gateway(sidecar: Sidecar, gateway: FakeServer) -> None:
     assert await speed_sent(sidecar, gateway, "fake/speedy", {"speed": "fast"}) == "fast"
     assert await speed_sent(sidecar, gateway, "fake/speedy", {"speed": "standard"}) is None

@@ -96,6 +96,9 @@ class ModelInfo(BaseModel):
     efforts: Efforts | None = Field(default=None, exclude=True)
     # The prices of its fast tier, when the catalogue lists one (`<id>-fast`, speed.py); None: none.
     fast: Pricing | None = Field(default=None, exclude=True)
+    # The model this entry is the fast tier of (`<id>-fast` beside `<id>`, speed.py), else None: a
+    # dearer way to a model, which Copilot's small tasks pass over (extension/smalltasks.ts).
+    fastTierOf: str | None = None
     # How many of its prices and tiers the catalogue gave unreadable (dropped; logged once per list).
     unreadablePrices: int = Field(default=0, exclude=True)
 

@@ -50,12 +50,14 @@ class SpeedProperty(BaseModel):
 
 
 def link_fast_tiers(models: list[ModelInfo]) -> None:
-    """Gives every model whose fast tier the catalogue lists (`<id>-fast`) that tier's prices."""
+    """Gives every model whose fast tier the catalogue lists (`<id>-fast`) that tier's prices, and
+    the tier's entry the model's id."""
     by_id = {model.id: model for model in models}
     for model in models:
         tier = by_id.get(model.id + FAST_SUFFIX)
         if tier is not None and not model.id.endswith(FAST_SUFFIX):
             model.fast = tier.pricing
+            tier.fastTierOf = model.id
 
 
 def speed(value: Any) -> Speed | None:

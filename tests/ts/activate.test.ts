@@ -138,6 +138,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     configurationSchema: null,
     hostPricing: null,
     warning: null,
+    fastTierOf: null,
   };
   const models = [
     { id: 5 },

@@ -30,6 +30,7 @@ const model = (id: string): ModelEntry => ({
   configurationSchema: null,
   hostPricing: null,
   warning: null,
+  fastTierOf: null,
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */

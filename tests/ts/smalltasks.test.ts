@@ -36,6 +36,7 @@ function entry(id: string, input: number | null, output: number | null, toolCall
     configurationSchema: null,
     hostPricing: null,
     warning: null,
+    fastTierOf: null,
     maxOutputTokens: 100,
     capabilities: { toolCalling, imageInput: false },
     reasoning: false,
@@ -69,6 +70,13 @@ test('the pick: tool-capable and priced; a fast hint first, then the lowest outp
     'no hinted model: the lowest output price',
   );
   assert.deepEqual(rankForSmallTasks([entry('x/no-tools', 0, 0, false)]), []);
+  // A model's fast tier is the same model at a dearer rate, its "fast" no small model's hint.
+  const opus = entry('anthropic/claude-opus-4.8', 5, 25);
+  const opusFast = { ...entry('anthropic/claude-opus-4.8-fast', 10, 50), fastTierOf: opus.id };
+  assert.deepEqual(
+    rankForSmallTasks([opus, opusFast, entry('xai/grok-code-fast-1', 0.2, 1.5)]).map((m) => m.id),
+    ['xai/grok-code-fast-1', 'anthropic/claude-opus-4.8'],
+  );
 });
 
 test('a fast hint is a whole word of the id, the name or a tag', () => {

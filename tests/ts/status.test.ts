@@ -27,6 +27,7 @@ const sonnet: ModelEntry = {
   configurationSchema: null,
   hostPricing: null,
   warning: null,
+  fastTierOf: null,
 };
 const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
   type: 'usage',

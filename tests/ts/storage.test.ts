@@ -36,6 +36,7 @@ const MODEL: ModelEntry = {
   configurationSchema: null,
   hostPricing: null,
   warning: null,
+  fastTierOf: null,
 };
 const EFFORT_MENU: EffortProperty = {
   type: 'string',
@@ -180,6 +181,14 @@ test('models.json saved before tokenizer: its entries are kept, with the tokeniz
   const { value, dropped } = checkModels([old]);
   assert.equal(dropped, 0);
   assert.deepEqual(value, [{ ...old, tokenizer: '' }]);
+});
+
+test('models.json saved before fast tiers were named: its entries are kept, as no fast tier; a bad name is dropped', () => {
+  const { fastTierOf: _tier, ...old } = MODEL;
+  const tier = { ...MODEL, id: 'x/model-fast', fastTierOf: 'x/model' };
+  const { value, dropped } = checkModels([old, tier, { ...MODEL, id: 'x/bad', fastTierOf: 7 }]);
+  assert.equal(dropped, 1);
+  assert.deepEqual(value, [{ ...old, fastTierOf: null }, tier]);
 });
 
 test('readJson: a missing file is quiet; an unreadable or invalid one is one warning; nothing throws', async () => {
