@@ -963,7 +963,8 @@ try {
     await keyBox.waitFor({ state: 'hidden', timeout: 10_000 });
     const groupRow = (name) => editor.locator('.models-vendor-row', { hasText: name }).filter({ visible: true }).first();
     await groupRow('Team').waitFor({ timeout: 30_000 });
-    await editor.locator('.models-model-row', { hasText: 'Fake Text' }).nth(1).waitFor({ timeout: 30_000 }); // both groups list it
+    // Both groups list it: the first model of each (the editor draws only the rows in view).
+    await editor.locator('.models-model-row', { hasText: 'Fake Agent 1.35x' }).nth(1).waitFor({ timeout: 30_000 });
     await page.screenshot({ path: path.join(artifacts, 'ui-groups.png') });
     /** Runs `action` from a group row's gear menu. */
     const groupAction = async (name, action) => {
