@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
-TS_SOURCES := extension tests/ts bench scripts eslint.config.mjs
+TS_SOURCES := extension tests/ts tests/e2e bench scripts eslint.config.mjs
 
 .PHONY: install build test test-python test-node test-e2e test-e2e-oldest test-e2e-bundled test-e2e-firststart screenshots lint contract lock check-lock vsix-platforms vsix-standin bench clean
 

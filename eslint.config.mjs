@@ -76,6 +76,12 @@ export default defineConfig(
     languageOptions: { globals: globals.node },
   },
   {
+    // The real-host tests pass functions to Playwright's page.waitForFunction and evaluate, which run
+    // them in the workbench's page: there they read the page's `document` and `window`.
+    files: ['tests/e2e/**'],
+    languageOptions: { globals: { ...globals.node, document: 'readonly', window: 'readonly' } },
+  },
+  {
     // The bench takes the tests' code from one module, bench/from-tests.cjs, which names each file.
     files: ['bench/**'],
     ignores: ['bench/from-tests.cjs'],

@@ -35,7 +35,11 @@ proxy.on('connect', (request, client, head) => {
   upstream.on('error', () => client.destroy());
   client.on('error', () => upstream.destroy());
   // A tunnel idle for a minute is closed: nothing this run does waits that long on one.
-  for (const [socket, other] of [[client, upstream], [upstream, client]]) socket.setTimeout(60_000, () => (socket.destroy(), other.destroy()));
+  for (const [socket, other] of [
+    [client, upstream],
+    [upstream, client],
+  ])
+    socket.setTimeout(60_000, () => (socket.destroy(), other.destroy()));
 });
 await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
 const { cache, dirs, gateway, port, env } = await host.prepareRun(name, {
@@ -55,12 +59,15 @@ const trap = http.createServer((request, response) => {
 await new Promise((resolve) => trap.listen(0, '127.0.0.1', resolve));
 const trapUrl = `http://127.0.0.1:${trap.address().port}/v1`;
 fs.mkdirSync(path.join(dirs.ws, '.vscode'), { recursive: true });
-fs.writeFileSync(path.join(dirs.ws, '.vscode', 'settings.json'), JSON.stringify({
-  'vercelAiGateway.baseUrl': trapUrl,
-  'vercelAiGateway.spend.maxRequestCost': 1000,
-  'vercelAiGateway.usage.retentionDays': 1,
-  'vercelAiGateway.connectTimeout': 9,
-}));
+fs.writeFileSync(
+  path.join(dirs.ws, '.vscode', 'settings.json'),
+  JSON.stringify({
+    'vercelAiGateway.baseUrl': trapUrl,
+    'vercelAiGateway.spend.maxRequestCost': 1000,
+    'vercelAiGateway.usage.retentionDays': 1,
+    'vercelAiGateway.connectTimeout': 9,
+  }),
+);
 env.WORKSPACE_TRAP_URL = trapUrl;
 env.E2E_USER_DIR = path.join(dirs.ud, 'User'); // chatLanguageModels.json, where VS Code keeps the provider groups
 const artifacts = host.ARTIFACTS;
@@ -85,7 +92,10 @@ try {
     if (/not ok|passed, [1-9]/.test(m.text())) failures.push(m.text());
   });
   const remote = `vscode-remote://127.0.0.1:${port}`;
-  const payload = [['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`], ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`]];
+  const payload = [
+    ['extensionDevelopmentPath', `${remote}${devRoot}/api-tests`],
+    ['extensionTestsPath', `${remote}${devRoot}/api-tests/index.js`],
+  ];
   await page.goto(`http://127.0.0.1:${port}/?folder=${dirs.ws}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
   // The whole run's limit, past each test's own (api-tests/index.js): a host that never reports.
   const limit = 420_000;
@@ -106,8 +116,17 @@ try {
     // Nothing but the VSIX's runtime may have run: no interpreter the host found, no setup.
     const others = fs.readFileSync(process.env.AI_GATEWAY_LM_FORBIDDEN_LOG, 'utf8').trim();
     const setup = filesContaining(path.join(dirs.ud, 'logs'), 'setup: ');
-    const ran = [...new Set(others.split('\n').filter(Boolean).map((line) => line.split(' ')[0]))];
-    console.log(`[api-test] interpreters outside the VSIX that ran: ${ran.length ? `${ran.join(', ')} (${others.split('\n').length} runs)` : 'none'}; setup run: ${setup.length ? setup.join(', ') : 'no'}`);
+    const ran = [
+      ...new Set(
+        others
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => line.split(' ')[0]),
+      ),
+    ];
+    console.log(
+      `[api-test] interpreters outside the VSIX that ran: ${ran.length ? `${ran.join(', ')} (${others.split('\n').length} runs)` : 'none'}; setup run: ${setup.length ? setup.join(', ') : 'no'}`,
+    );
     if ((others || setup.length) && code === 0) code = 1;
   }
   if (code !== 0) {
@@ -129,11 +148,13 @@ process.exit(code === 0 ? 0 : 1); // the test extension printed "[api-test] N pa
 
 function filesContaining(dir, secret) {
   const found = [];
-  const walk = (d) => fs.existsSync(d) && fs.readdirSync(d, { withFileTypes: true }).forEach((e) => {
-    const full = path.join(d, e.name);
-    if (e.isDirectory()) walk(full);
-    else if (fs.readFileSync(full, 'latin1').includes(secret)) found.push(path.relative(dir, full));
-  });
+  const walk = (d) =>
+    fs.existsSync(d) &&
+    fs.readdirSync(d, { withFileTypes: true }).forEach((e) => {
+      const full = path.join(d, e.name);
+      if (e.isDirectory()) walk(full);
+      else if (fs.readFileSync(full, 'latin1').includes(secret)) found.push(path.relative(dir, full));
+    });
   walk(dir);
   return found;
 }

@@ -56,7 +56,13 @@ export async function prepareRun(name, settings, { keyInEnvironment = true } = {
   const gateway = await startGateway(PYTHON);
   const port = await freePort();
   const env = hostEnv(cache, dirs, { FAKE_GATEWAY_URL: gateway, ...(keyInEnvironment ? { AI_GATEWAY_API_KEY: FAKE_KEY } : {}) });
-  writeSettings(dirs, { 'vercelAiGateway.baseUrl': `${gateway}/v1`, 'vercelAiGateway.logLevel': 'debug', 'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', ...settings });
+  writeSettings(dirs, {
+    'vercelAiGateway.baseUrl': `${gateway}/v1`,
+    'vercelAiGateway.logLevel': 'debug',
+    'workbench.startupEditor': 'none',
+    'telemetry.telemetryLevel': 'off',
+    ...settings,
+  });
   return { cache, dirs, gateway, port, env };
 }
 
@@ -112,26 +118,52 @@ export function writeSettings(dirs, settings) {
 }
 
 export function installVsix(cache, dirs, env, vsix) {
-  execFileSync(`${cache}/code-server/node_modules/.bin/code-server`, ['--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext, '--install-extension', vsix, '--force'], {
-    env,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    timeout: 300_000, // a few seconds; past this it is stopped and the run fails naming the command
-  });
+  execFileSync(
+    `${cache}/code-server/node_modules/.bin/code-server`,
+    ['--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext, '--install-extension', vsix, '--force'],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 300_000, // a few seconds; past this it is stopped and the run fails naming the command
+    },
+  );
 }
 
 export async function startCodeServer(cache, dirs, env, port, extra = []) {
-  const args = [...extra, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext,
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'];
+  const args = [
+    ...extra,
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${port}`,
+    '--user-data-dir',
+    dirs.ud,
+    '--extensions-dir',
+    dirs.ext,
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--disable-workspace-trust',
+  ];
   // VS Code reads a test payload only with its smoke-test driver on; code-server 4.133 cannot ask.
-  const child = HOST === 'newest'
-    ? start(`${cache}/code-server/node_modules/.bin/code-server`, [...args, '--vscode-option', 'enable-smoke-test-driver'], { env, cwd: dirs.ws })
-    : start(`${cache}/node/bin/node`, [path.join(ROOT, 'tests/e2e/with-smoke-driver.cjs'), `${cache}/code-server/node_modules/code-server`, ...args], { env, cwd: dirs.ws });
+  const child =
+    HOST === 'newest'
+      ? start(`${cache}/code-server/node_modules/.bin/code-server`, [...args, '--vscode-option', 'enable-smoke-test-driver'], { env, cwd: dirs.ws })
+      : start(`${cache}/node/bin/node`, [path.join(ROOT, 'tests/e2e/with-smoke-driver.cjs'), `${cache}/code-server/node_modules/code-server`, ...args], {
+          env,
+          cwd: dirs.ws,
+        });
   const log = fs.createWriteStream(path.join(dirs.base, 'code-server.log'));
   child.stdout.pipe(log);
   child.stderr.pipe(log);
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return child;
+    if (
+      await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return child;
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error('code-server did not start');
@@ -140,8 +172,16 @@ export async function startCodeServer(cache, dirs, env, port, extra = []) {
 export async function launchBrowser() {
   return chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }
 
@@ -153,15 +193,23 @@ export async function gatewayRequests(gatewayUrl) {
 
 export async function printDiagnostics(dirs, gatewayUrl) {
   const files = [];
-  const walk = (dir) => fs.existsSync(dir) && fs.readdirSync(dir, { withFileTypes: true }).forEach((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : files.push(path.join(dir, e.name))));
+  const walk = (dir) =>
+    fs.existsSync(dir) &&
+    fs.readdirSync(dir, { withFileTypes: true }).forEach((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : files.push(path.join(dir, e.name))));
   walk(path.join(dirs.ud, 'logs'));
   for (const file of files.filter((f) => /exthost\.log$|Vercel AI Gateway|remoteexthost\.log$/.test(f))) {
     console.log(`\n===== ${path.relative(dirs.base, file)} (last 80 lines) =====`);
     console.log(fs.readFileSync(file, 'utf8').split('\n').slice(-80).join('\n'));
   }
   if (gatewayUrl) {
-    const log = await fetch(`${gatewayUrl}/_requests`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.json(), () => []);
+    const log = await fetch(`${gatewayUrl}/_requests`, { signal: AbortSignal.timeout(10_000) }).then(
+      (r) => r.json(),
+      () => [],
+    );
     console.log(`\n===== fake gateway: ${log.length} requests =====`);
-    for (const entry of log) console.log(`${entry.path} scenario=${entry.scenario} model=${entry.body?.model} items=${entry.body?.input?.length} tools=${entry.body?.tools?.length ?? 0}`);
+    for (const entry of log)
+      console.log(
+        `${entry.path} scenario=${entry.scenario} model=${entry.body?.model} items=${entry.body?.input?.length} tools=${entry.body?.tools?.length ?? 0}`,
+      );
   }
 }

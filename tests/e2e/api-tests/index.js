@@ -33,7 +33,11 @@ async function collect(response) {
   return parts;
 }
 
-const textOf = (parts) => parts.filter((p) => p instanceof vscode.LanguageModelTextPart).map((p) => p.value).join('');
+const textOf = (parts) =>
+  parts
+    .filter((p) => p instanceof vscode.LanguageModelTextPart)
+    .map((p) => p.value)
+    .join('');
 const gatewayLog = async () => (await fetch(`${GATEWAY}/_requests`)).json();
 const token = () => new vscode.CancellationTokenSource().token;
 
@@ -77,13 +81,22 @@ test('a tool call comes back parsed and its result reaches the gateway paired', 
   const second = await collect(await m.sendRequest(history, { tools }, token()));
   assert.equal(textOf(second), 'The tool said: sunny');
   const input = (await gatewayLog()).at(-1).body.input;
-  assert.deepEqual(input.slice(-2).map((i) => [i.type, i.call_id]), [['function_call', call.callId], ['function_call_output', call.callId]]);
+  assert.deepEqual(
+    input.slice(-2).map((i) => [i.type, i.call_id]),
+    [
+      ['function_call', call.callId],
+      ['function_call_output', call.callId],
+    ],
+  );
   assert.equal(input.at(-1).output, 'sunny');
 });
 
 test('an image is sent as input_image', async () => {
   const m = await model('fake/text');
-  const message = vscode.LanguageModelChatMessage.User([new vscode.LanguageModelTextPart('what is this?'), vscode.LanguageModelDataPart.image(PNG, 'image/png')]);
+  const message = vscode.LanguageModelChatMessage.User([
+    new vscode.LanguageModelTextPart('what is this?'),
+    vscode.LanguageModelDataPart.image(PNG, 'image/png'),
+  ]);
   await collect(await m.sendRequest([message], {}, token()));
   const content = (await gatewayLog()).at(-1).body.input[0].content;
   assert.equal(content[1].type, 'input_image');
@@ -114,12 +127,12 @@ test('cancelling stops the stream and closes the upstream connection', async () 
   assert.ok(entry.client_closed_at * 1000 - cancelledAt < 300, `closed ${Math.round(entry.client_closed_at * 1000 - cancelledAt)} ms after the cancel`);
 });
 
-test('per-model options from the setting reach the gateway; a caller\'s bad option fails clearly, before anything is sent', async () => {
+test("per-model options from the setting reach the gateway; a caller's bad option fails clearly, before anything is sent", async () => {
   const m = await model('fake/tools');
   await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] options')], { modelOptions: { top_p: 0.5 } }, token()));
   const body = (await gatewayLog()).filter((e) => e.body?.model === 'fake/tools').at(-1).body;
   assert.equal(body.temperature, 0.25, 'vercelAiGateway.modelOptions {"fake/t*": {"temperature": 0.25}}');
-  assert.equal(body.top_p, 0.5, 'a caller\'s top_p from sendRequest(..., {modelOptions})');
+  assert.equal(body.top_p, 0.5, "a caller's top_p from sendRequest(..., {modelOptions})");
   const before = (await gatewayLog()).length;
   await assert.rejects(
     async () => collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('hi')], { modelOptions: { temperature: 'hot' } }, token())),
@@ -190,7 +203,7 @@ test('countTokens answers for strings and messages', async () => {
   assert.ok(forMessage > 2, `${forMessage}`);
 });
 
-test("a counted message is kept for the next start sealed: the file is ours and holds no prompt text", async () => {
+test('a counted message is kept for the next start sealed: the file is ours and holds no prompt text', async () => {
   const fs = require('node:fs');
   const path = require('node:path');
   const file = path.join(process.env.E2E_USER_DIR, 'globalStorage', 'ai-gateway-lm.ai-gateway-lm', 'message-counts.json');
@@ -221,10 +234,14 @@ test('provider groups: each group lists the models, and its chats carry its own 
   for (const deadline = Date.now() + 30_000; found.length < 3 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
     found = await vscode.lm.selectChatModels({ vendor: VENDOR, id: 'fake/text' });
   }
-  assert.equal(found.length, 3, 'the default key\'s fake/text and each group\'s');
+  assert.equal(found.length, 3, "the default key's fake/text and each group's");
   const from = (await gatewayLog()).length;
-  for (const m of found) assert.match(textOf(await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] hi')], {}, token()))), /\S/);
-  const sent = (await gatewayLog()).slice(from).map((e) => e.authorization).sort();
+  for (const m of found)
+    assert.match(textOf(await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] hi')], {}, token()))), /\S/);
+  const sent = (await gatewayLog())
+    .slice(from)
+    .map((e) => e.authorization)
+    .sort();
   assert.deepEqual(sent, [`Bearer ${keys.Personal}`, `Bearer ${keys.Team}`, `Bearer ${process.env.AI_GATEWAY_API_KEY}`].sort());
 }, 120_000);
 
@@ -239,18 +256,28 @@ test('a model kept from a deleted group is refused, and its key is never sent ag
   for (const deadline = Date.now() + 30_000; found.length < 4 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
     found = await vscode.lm.selectChatModels({ vendor: VENDOR, id: 'fake/text' });
   }
-  assert.equal(found.length, 4, 'the default key\'s fake/text and three groups\'');
+  assert.equal(found.length, 4, "the default key's fake/text and three groups'");
   let doomed;
   for (const m of found) {
     await collect(await m.sendRequest([vscode.LanguageModelChatMessage.User('[scenario:text] whose?')], {}, token()));
     if ((await gatewayLog()).at(-1).authorization === `Bearer ${apiKey}`) doomed = m;
   }
-  assert.ok(doomed, 'one of them is the Doomed group\'s');
+  assert.ok(doomed, "one of them is the Doomed group's");
   const file = require('node:path').join(process.env.E2E_USER_DIR, 'chatLanguageModels.json');
   const fs = require('node:fs');
   const groups = JSON.parse(fs.readFileSync(file, 'utf8'));
-  assert.ok(groups.some((g) => g.name === 'Doomed'), `${file} holds the group`);
-  fs.writeFileSync(file, JSON.stringify(groups.filter((g) => g.name !== 'Doomed'), null, '\t'));
+  assert.ok(
+    groups.some((g) => g.name === 'Doomed'),
+    `${file} holds the group`,
+  );
+  fs.writeFileSync(
+    file,
+    JSON.stringify(
+      groups.filter((g) => g.name !== 'Doomed'),
+      null,
+      '\t',
+    ),
+  );
   // The workbench watches the profile's folder, but in code-server a write from the extension host
   // went unseen for 30 s (tried); the next group added rereads the file, and VS Code drops Doomed.
   const nudge = 'vck_nudge-7777777777';
@@ -263,7 +290,7 @@ test('a model kept from a deleted group is refused, and its key is never sent ag
     keys = (await gatewayLog()).slice(before).map((e) => e.authorization);
   }
   assert.ok(keys.includes(`Bearer ${nudge}`), 'VS Code lists the group added after');
-  assert.ok(!keys.includes(`Bearer ${apiKey}`), 'VS Code no longer lists the deleted group\'s model');
+  assert.ok(!keys.includes(`Bearer ${apiKey}`), "VS Code no longer lists the deleted group's model");
   const from = (await gatewayLog()).length;
   let failure;
   try {
@@ -273,7 +300,11 @@ test('a model kept from a deleted group is refused, and its key is never sent ag
   }
   console.log(`[api-test] a request on the deleted group's model: ${failure ? `refused: ${failure.message}` : 'answered'}`);
   assert.ok(failure, 'the request failed');
-  assert.deepEqual((await gatewayLog()).slice(from).map((e) => e.authorization), [], 'nothing reached the gateway');
+  assert.deepEqual(
+    (await gatewayLog()).slice(from).map((e) => e.authorization),
+    [],
+    'nothing reached the gateway',
+  );
 });
 
 // The upgrade's move of a stored key (rfcs/0010, "Upgrade from the release before groups"): VS Code's
@@ -295,7 +326,11 @@ test("the upgrade's migration keeps the Thinking Effort choices given with the k
     const sent = (await gatewayLog()).slice(from).filter((e) => e.body?.model === 'fake/reasoning');
     const migrated = sent.filter((e) => e.authorization === `Bearer ${apiKey}`);
     if (migrated.length) {
-      assert.deepEqual(migrated.map((e) => e.body.reasoning?.effort), ['high'], 'the choice, with the key it moved with');
+      assert.deepEqual(
+        migrated.map((e) => e.body.reasoning?.effort),
+        ['high'],
+        'the choice, with the key it moved with',
+      );
       const others = sent.filter((e) => e.authorization !== `Bearer ${apiKey}`);
       assert.ok(others.length > 0 && others.every((e) => e.body.reasoning?.effort !== 'high'), 'and only on that group');
       return;
