@@ -467,8 +467,8 @@ try {
   // Issue 22 §3: the user curates the picker. A model left out is not offered, yet stays registered.
   const togglePick = async (name) => {
     if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
-    // The list sometimes never comes on a loaded machine (seen twice in 40 runs, cause unknown):
-    // the command again, as openPicker clicks again, with what was shown instead in the log.
+    // The list sometimes never came: the Command Palette had dropped the Enter (runCommand now
+    // presses it again). Should it still not come, the command again, with what was shown logged.
     const pick = page.locator('.quick-input-widget');
     for (let attempt = 1; ; attempt++) {
       await runCommand('Choose Gateway Models');

@@ -31,9 +31,20 @@ export function workbench(currentPage) {
       const input = page.locator('.quick-input-widget input');
       await input.waitFor();
       await input.fill(`>${title}`);
-      if (await shows(page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first(), 5_000)) {
-        await page.keyboard.press('Enter');
-        return;
+      const row = page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first();
+      if (await shows(row, 5_000)) {
+        // An Enter the palette drops leaves it open on the command (seen in CI: "4 Results …
+        // Choose Gateway Models…" still shown 15 s later): Enter again while the row stays.
+        for (let enters = 0; enters < 3; enters++) {
+          await page.keyboard.press('Enter');
+          const gone = await row.waitFor({ state: 'hidden', timeout: 3_000 }).then(
+            () => true,
+            () => false,
+          );
+          if (gone) return;
+          console.log(`ui: the Command Palette kept '${title}' after Enter ${enters + 1}; Enter again`);
+        }
+        throw new Error(`the command '${title}' never ran: the Command Palette kept it after 3 Enters`);
       }
       await page.keyboard.press('Escape');
       if (Date.now() > deadline) throw new Error(`the command '${title}' never appeared`);
