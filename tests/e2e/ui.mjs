@@ -630,6 +630,23 @@ try {
     assert.equal(tries.length, 2, 'one 429 (retry-after: 0), then the answer');
   });
 
+  await step('budget-refusal', async () => {
+    // One of the gateway's own budgets is spent (issue 35 §4): its own words, which budget and where to
+    // raise it, as plain text, sent once (waiting does not help), never the generic 429 retried.
+    const before = (await gatewayRequests()).length;
+    await send('[scenario:budget-429] Over the project budget');
+    const answer = responses().last();
+    await answer.getByText('The Vercel AI Gateway refused this request', { exact: false }).first().waitFor({ timeout: 60_000 });
+    const text = await answer.innerText();
+    assert.match(text, /project.s AI Gateway spend budget is used up/, `which budget:\n${text}`);
+    assert.match(text, /AI Gateway → Budgets/, 'where to raise it');
+    assert.match(text, /not this extension's own limits/, 'not our own limits');
+    assert.doesNotMatch(text, /Wait a moment|Rate limit exceeded\. Wait/, "not the 429's advice");
+    assert.equal(await answer.locator('a[href^="http"]').count(), 0, 'no link from the gateway in the chat');
+    const tries = (await gatewayRequests()).slice(before).filter((e) => e.scenario === 'budget-429');
+    assert.equal(tries.length, 1, 'sent once: a spent budget is not waited out');
+  });
+
   await step('overflow-learned', async () => {
     await send('[scenario:overflow:150000] Too long for this model');
     const answer = responses().last();
