@@ -77,7 +77,7 @@ const HOST_PRICING: Checks<HostPricing> = {
   priceCategory: (value) => value === null || PRICE_CATEGORIES.includes(value),
 };
 const MODEL: Checks<ModelEntry> = {
-  id: (value) => isString(value) && value.length > 0 && value.length <= MAX_MODEL_ID, // as the sidecar's catalogue
+  id: isModelId,
   name: isString,
   family: isString,
   version: isString,
@@ -90,7 +90,7 @@ const MODEL: Checks<ModelEntry> = {
   tags: (value) => Array.isArray(value) && value.every(isString),
   ownedBy: isString,
   description: isString,
-  fastTierOf: (value) => value === null || (isString(value) && value.length > 0 && value.length <= MAX_MODEL_ID),
+  fastTierOf: (value) => value === null || isModelId(value),
   tooltip: isString,
   detail: isString,
   budgetFactor: (value) => typeof value === 'number' && value >= 0.5 && value <= 3,
@@ -153,6 +153,11 @@ function isPrice(value: unknown): boolean {
 
 function isString(value: unknown): value is string {
   return typeof value === 'string';
+}
+
+/** A model id as the sidecar's catalogue takes one: not empty, at most MAX_MODEL_ID characters. */
+function isModelId(value: unknown): value is string {
+  return isString(value) && value.length > 0 && value.length <= MAX_MODEL_ID;
 }
 
 function isBoolean(value: unknown): boolean {

@@ -137,7 +137,7 @@ class ChatService:
         return [
             picker_entry(
                 m,
-                self.budget.factor(m.id, self.accounting.factor(m.id)),
+                self._budget_factor(m.id),
                 self.settings.effort_for(m.id),
                 self.settings.speed_for(m.id),
             )
@@ -168,12 +168,17 @@ class ChatService:
         budget = input_budget(limit, model.maxOutputTokens, self.settings.outputReservation)
         return model.model_copy(update={"maxInputTokens": min(model.maxInputTokens, budget)})
 
+    def _budget_factor(self, model_id: str) -> float:
+        """The factor VS Code's window and the context-size menu's values are in (budget.py)."""
+        return self.budget.factor(model_id, self.accounting.factor(model_id))
+
     def _paid_for(self, model: ModelInfo, request: ChatRequest) -> int:
         """The input limit a request is fitted into: the model's window, or the context size chosen in
-        the chat input (contextsize.py), whose longer tier's rates the user did not choose to pay."""
-        factor = self.budget.factor(model.id, self.accounting.factor(model.id))  # the menu's, as listed
-        chosen = chosen_tokens(context_options(model, factor), request.modelConfiguration.get(CONTEXT_KEY))
-        return model.maxInputTokens if chosen is None else min(chosen, model.maxInputTokens)
+        the chat input (contextsize.py), whose longer tier's rates the user did not choose to pay. The
+        options are the menu's as listed, so each stands for at most the window."""
+        options = context_options(model, self._budget_factor(model.id))
+        chosen = chosen_tokens(options, request.modelConfiguration.get(CONTEXT_KEY))
+        return model.maxInputTokens if chosen is None else chosen
 
     # ---- a chat ----
 
