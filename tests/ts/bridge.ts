@@ -123,16 +123,16 @@ function parseJson(json: string): unknown {
  * bridge's included (the workbench bundle of VS Code 1.139.1: `sendChatRequest` merges `getModelConfiguration`, which is
  * `_resolveModelConfigurationWithDefaults`, under the caller's `configuration`): the defaults of the
  * model's `configurationSchema`, then what the user chose in the editor's chat input (`stored`, kept per
- * model), then the caller's; undefined when there is nothing to send. */
+ * model), then the caller's effort; undefined when there is nothing to send. */
 export function modelConfiguration(
   model: vscode.LanguageModelChatInformation,
   stored: Record<string, unknown> | undefined,
-  caller: Record<string, unknown> | undefined,
+  reasoningEffort: string | undefined,
 ): Record<string, unknown> | undefined {
   const schema = (model as { configurationSchema?: { properties?: Record<string, { default?: unknown }> } }).configurationSchema;
   const defaults = Object.fromEntries(Object.entries(schema?.properties ?? {}).flatMap(([key, p]) => (p.default !== undefined ? [[key, p.default]] : [])));
-  const resolved = !schema?.properties && !stored ? undefined : !stored && Object.keys(defaults).length === 0 ? undefined : { ...defaults, ...stored };
-  return resolved ? { ...resolved, ...caller } : caller;
+  const caller = reasoningEffort ? { reasoningEffort } : undefined;
+  return stored || Object.keys(defaults).length > 0 ? { ...defaults, ...stored, ...caller } : caller;
 }
 
 /** The options the bridge sends, as the provider receives them: `configuration` (the effort) arrives
@@ -144,7 +144,7 @@ export function toOptions(
   model: vscode.LanguageModelChatInformation,
   stored?: Record<string, unknown>,
 ): vscode.ProvideLanguageModelChatResponseOptions {
-  const configuration = modelConfiguration(model, stored, request.reasoningEffort ? { reasoningEffort: request.reasoningEffort } : undefined);
+  const configuration = modelConfiguration(model, stored, request.reasoningEffort);
   const tools = request.tools?.length
     ? request.tools.map((tool) => ({
         name: tool.name,
@@ -528,8 +528,7 @@ export class EditorPathSession extends AgentSession {
       description: tool.description ?? '',
       inputSchema: tool.type === 'function' ? tool.parametersSchema : FREEFORM_SCHEMA,
     }));
-    const effort = this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : undefined;
-    const configuration = modelConfiguration(this.model, this.options.stored, effort);
+    const configuration = modelConfiguration(this.model, this.options.stored, this.options.reasoningEffort);
     const options = {
       tools,
       toolMode: 1,
