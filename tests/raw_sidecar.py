@@ -46,12 +46,13 @@ class RawSidecar:
         self.proc: asyncio.subprocess.Process | None = None
         self._reading: asyncio.Task[None] | None = None
 
-    async def start(self, env: dict[str, str] | None = None) -> None:
+    async def start(self, env: dict[str, str] | None = None, stdio: str | None = None) -> None:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "gateway_lm",
             "serve",
+            *(["--stdio", stdio] if stdio else []),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -48,8 +48,13 @@ class Sidecar:
         settings: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
         load_tokenizer: bool = True,
+        stdio: str | None = None,
     ) -> None:
-        await self.client.start_io(sys.executable, "-m", "gateway_lm", "serve", env={**os.environ, **(env or {})})
+        """`stdio`: the mode `gateway-lm serve --stdio` runs (rpc/pipes.py); None for its default here."""
+        mode = ["--stdio", stdio] if stdio else []
+        await self.client.start_io(
+            sys.executable, "-m", "gateway_lm", "serve", *mode, env={**os.environ, **(env or {})}
+        )
         await self.client.initialize_async(
             types.InitializeParams(
                 capabilities=types.ClientCapabilities(),

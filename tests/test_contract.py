@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 from fake_gateway import FakeServer
 from gateway_lm import cli
 from gateway_lm.contract import METHODS, NOTIFICATIONS, schema
+from gateway_lm.rpc.pipes import MODES
 from raw_sidecar import RawSidecar
 
 SCHEMA = schema()
@@ -60,9 +61,10 @@ def test_the_contract_names_every_method_and_notification() -> None:
     ]
 
 
-async def test_what_the_sidecar_writes_fits_the_contract(gateway: FakeServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stdio", MODES)
+async def test_what_the_sidecar_writes_fits_the_contract(gateway: FakeServer, tmp_path: Path, stdio: str) -> None:
     side = RawSidecar()
-    await side.start()
+    await side.start(stdio=stdio)
     try:
         await side.initialize(gateway.base_url, {"stateDir": str(tmp_path), "maxRetries": 0})
         sent: list[tuple[str, dict[str, Any], dict[str, Any]]] = [

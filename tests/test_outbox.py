@@ -1,5 +1,6 @@
 """gateway/parts coalescing: what the extension receives is what the stream said, in fewer parts,
-each notification written by pygls (the sidecar's protocol over the pipe writer serve.py gives it)."""
+each notification written by pygls (the sidecar's protocol over the writer serve.py gives it), with
+either stdio mode's writer (pipes.py): the event loop's pipe transport, or the writer thread Windows uses."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 from gateway_lm.messages import PartOut
 from gateway_lm.rpc.methods import build_server
-from gateway_lm.rpc.outbox import Outbox, PipeWriter, StdoutWriter, coalesced, stdout_writer
+from gateway_lm.rpc.outbox import Outbox, coalesced
+from gateway_lm.rpc.pipes import MODES, Mode, PipeWriter, ThreadWriter, stdout_writer
 
 
 def text(value: str) -> PartOut:
@@ -31,7 +33,16 @@ def test_adjacent_text_and_same_item_thinking_join_and_nothing_else_moves() -> N
     assert coalesced([text("only")]) == [text("only")]
 
 
-def pygls_outbox(writer: PipeWriter | StdoutWriter) -> Outbox:
+async def pipe_writer(mode: Mode, write_end: int) -> PipeWriter | ThreadWriter:
+    """The writer `mode` gives the sidecar, on the write end of a real pipe."""
+    if mode == "threads":
+        return ThreadWriter(write_end, asyncio.get_running_loop())
+    writer = await stdout_writer(os.fdopen(write_end, "wb", buffering=0))
+    assert isinstance(writer, PipeWriter)
+    return writer
+
+
+def pygls_outbox(writer: PipeWriter | ThreadWriter) -> Outbox:
     """The sidecar's outbox, as serve.py wires it: pygls writes, the outbox watches the pipe."""
     server, sidecar = build_server()
     server.protocol.set_writer(writer)
@@ -54,10 +65,10 @@ def frames(data: bytes) -> list[dict[str, Any]]:
 
 
 @pytest.mark.asyncio
-async def test_a_burst_leaves_as_one_notification_after_the_first_and_results_never_overtake() -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_burst_leaves_as_one_notification_after_the_first_and_results_never_overtake(mode: Mode) -> None:
     read_end, write_end = os.pipe()
-    writer = await stdout_writer(os.fdopen(write_end, "wb", buffering=0))
-    assert isinstance(writer, PipeWriter)
+    writer = await pipe_writer(mode, write_end)
     outbox = pygls_outbox(writer)
     outbox.post("r1", [text("first")])  # an idle pipe: written at once
     for n in range(100):
@@ -79,9 +90,10 @@ async def test_a_burst_leaves_as_one_notification_after_the_first_and_results_ne
 
 
 @pytest.mark.asyncio
-async def test_a_full_pipe_gathers_parts_until_it_drains() -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_full_pipe_gathers_parts_until_it_drains(mode: Mode) -> None:
     read_end, write_end = os.pipe()
-    writer = await stdout_writer(os.fdopen(write_end, "wb", buffering=0))
+    writer = await pipe_writer(mode, write_end)
     outbox = pygls_outbox(writer)
     outbox.post("r", [text("x" * (1 << 20))])  # more than the pipe holds: a backlog remains
     await asyncio.sleep(0.01)

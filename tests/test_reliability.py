@@ -19,6 +19,7 @@ from pygls.exceptions import JsonRpcException
 
 from conftest import record, text_of
 from fake_gateway import FakeServer
+from gateway_lm.rpc.pipes import MODES
 from gateway_lm.tokenizer import count_text
 from sidecar_client import Sidecar
 
@@ -32,10 +33,11 @@ def module_gateway() -> Any:
     server.stop()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def side(module_gateway: FakeServer) -> AsyncIterator[Sidecar]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=MODES)
+async def side(module_gateway: FakeServer, request: pytest.FixtureRequest) -> AsyncIterator[Sidecar]:
+    """The sidecar in each stdio mode (rpc/pipes.py): every fault below, in `threads` as Windows runs it too."""
     sidecar = Sidecar()
-    await sidecar.start(module_gateway.base_url, {"logLevel": "debug", "maxRetries": 2})
+    await sidecar.start(module_gateway.base_url, {"logLevel": "debug", "maxRetries": 2}, stdio=request.param)
     yield sidecar
     await sidecar.stop()
 

@@ -12,15 +12,17 @@ from pygls.exceptions import JsonRpcException
 
 from conftest import text_of
 from fake_gateway import FakeServer
+from gateway_lm.rpc.pipes import MODES
 from sidecar_client import Sidecar
 
 USER = [{"role": 1, "name": None, "content": [{"type": "text", "value": "hi"}]}]
 
 
-@pytest.fixture
-async def sidecar(gateway: FakeServer) -> AsyncIterator[Sidecar]:
+@pytest.fixture(params=MODES)
+async def sidecar(gateway: FakeServer, request: pytest.FixtureRequest) -> AsyncIterator[Sidecar]:
+    """The real sidecar in each stdio mode (rpc/pipes.py): `threads` is what Windows runs."""
     side = Sidecar()
-    await side.start(gateway.base_url, {"logLevel": "debug"})
+    await side.start(gateway.base_url, {"logLevel": "debug"}, stdio=request.param)
     yield side
     await side.stop()
 

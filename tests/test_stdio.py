@@ -1,4 +1,5 @@
-"""The sidecar's stdin framing, byte by byte, over a raw pipe to the real sidecar subprocess.
+"""The sidecar's stdin framing, byte by byte, over a raw pipe to the real sidecar subprocess, in
+each stdio mode (rfcs/0001-architecture.md, "Windows"): `loop`, and `threads`, which Windows runs.
 
 A client bug, a stray write or a truncated message must cost that message, never the connection:
 each case below writes bad bytes by hand, then checks that the sidecar still answers the next
@@ -20,9 +21,11 @@ import pytest_asyncio
 
 from conftest import RELIABILITY_ROWS
 from fake_gateway import FakeServer
+from gateway_lm.rpc.pipes import MODES, Mode
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 REPLY_WAIT = 5.0
+holder_mode: dict[int, Mode] = {}  # each `shared` holder's stdio mode
 
 
 def record(scenario: str, expected: str, observed: str, ok: bool) -> None:
@@ -54,12 +57,15 @@ class RawSidecar:
         self._ids = iter(range(1, 1_000_000))
         self.stderr = tempfile.TemporaryFile()
 
-    async def start(self, base_url: str) -> None:
+    async def start(self, base_url: str, mode: Mode) -> None:
+        self.mode = mode
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "gateway_lm",
             "serve",
+            "--stdio",
+            mode,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=self.stderr,
@@ -153,9 +159,11 @@ def stdio_gateway() -> Any:
     server.stop()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def shared(stdio_gateway: FakeServer) -> AsyncIterator[list[RawSidecar]]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=MODES)
+async def shared(stdio_gateway: FakeServer, request: pytest.FixtureRequest) -> AsyncIterator[list[RawSidecar]]:
+    """The sidecars of one stdio mode: every case runs in each."""
     holder: list[RawSidecar] = []
+    holder_mode[id(holder)] = request.param
     yield holder
     for side in holder:
         await side.stop()
@@ -170,7 +178,7 @@ async def raw(shared: list[RawSidecar], stdio_gateway: FakeServer) -> RawSidecar
         await side.stop()
     shared.clear()
     side = RawSidecar()
-    await side.start(stdio_gateway.base_url)
+    await side.start(stdio_gateway.base_url, holder_mode[id(shared)])
     shared.append(side)
     return side
 
@@ -186,8 +194,12 @@ def describe(reply: dict[str, Any] | None) -> str:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; uvloop is not installed on Windows")
 async def test_the_sidecar_runs_on_uvloop(raw: RawSidecar) -> None:
-    """The shipped entry point runs its loop on uvloop where it is installed (rfcs/0005, "The first part")."""
+    """The shipped entry point runs its loop on uvloop where it is installed (rfcs/0005, "The first part");
+    `threads` runs asyncio's own, as on Windows, where there is no uvloop."""
     assert raw.proc is not None and await raw.answers()
+    if raw.mode == "threads":
+        assert "uvloop/loop." not in Path(f"/proc/{raw.proc.pid}/maps").read_text()
+        return
     maps = Path(f"/proc/{raw.proc.pid}/maps").read_text()
     assert "uvloop/loop." in maps
 

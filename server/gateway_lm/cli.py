@@ -21,6 +21,7 @@ from .errors import GatewayError
 from .logs import ClientLogHandler, Redactor, configure
 from .messages import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
 from .replay import events_from_recording
+from .rpc.pipes import MODE_ENV, MODES, default_mode
 from .settings import Settings, updated_settings
 from .spend.history import DB_NAME, UsageRecord, UsageStore, utc_day
 from .spend.lookups import read_credits
@@ -165,7 +166,7 @@ def run_count(args: argparse.Namespace, out: Output) -> None:
 def run_serve(args: argparse.Namespace, out: Output) -> None:
     from .rpc.serve import serve
 
-    serve()
+    serve(args.stdio)
 
 
 # ---- `gateway-lm usage` and `gateway-lm credits`: the history the extension's sidecars record, and
@@ -280,7 +281,17 @@ def parser() -> argparse.ArgumentParser:
 
     add_spend_commands(commands)
 
-    commands.add_parser("serve", help="run the JSON-RPC sidecar on stdio (started by the extension)")
+    serve = commands.add_parser("serve", help="run the JSON-RPC sidecar on stdio (started by the extension)")
+    serve.add_argument(
+        "--stdio",
+        choices=MODES,
+        default=default_mode(sys.platform, os.environ),
+        help=(
+            "how stdin and stdout are read and written: 'loop' on the event loop (the default but on Windows),"
+            " 'threads' by a reader and a writer thread (the default on Windows, where the event loop cannot"
+            f" watch the standard handles); {MODE_ENV} sets the default for a process and its children (tests)"
+        ),
+    )
     return top
 
 

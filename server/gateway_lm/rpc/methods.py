@@ -5,6 +5,7 @@ Contract: rfcs/0003-rpc-contract.md."""
 from __future__ import annotations
 
 import logging
+import platform
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ from .params import (
     sync,
     validated,
 )
+from .pipes import Mode
 from .protocol import REFUSED, WireProtocol, refused
 
 if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of serving
@@ -189,7 +191,9 @@ class _OutboxParts:
         self._outbox.drop(self._request_id)
 
 
-def build_server() -> tuple[LanguageServer, Sidecar]:
+def build_server(stdio: Mode | None = None) -> tuple[LanguageServer, Sidecar]:
+    """`stdio`: how serve.py opened stdin and stdout, said once in the log (None in tests that write
+    through a writer of their own)."""
     server = LanguageServer(
         "ai-gateway-lm", __version__, protocol_cls=WireProtocol, converter_factory=plain_params_converter
     )
@@ -202,6 +206,8 @@ def build_server() -> tuple[LanguageServer, Sidecar]:
         settings: dict[str, object] = raw_settings if isinstance(raw_settings, dict) else {}
         base_url = options.get("baseUrl") if isinstance(options.get("baseUrl"), str) else None
         sidecar.apply(settings, base_url)
+        if stdio is not None:
+            log.info("sidecar %s on Python %s, stdio on %s", __version__, platform.python_version(), stdio)
         sidecar.tokens.schedule_preload()  # off the path of the first answer (rfcs/0005-performance.md)
 
     async def models(params: object) -> dict[str, list[dict[str, Any]]]:

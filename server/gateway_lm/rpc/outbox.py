@@ -1,4 +1,4 @@
-"""The sidecar's stdout: a non-blocking pipe writer for pygls, and `gateway/parts` coalesced by backpressure.
+"""`gateway/parts` coalesced by backpressure on the sidecar's stdout (whose writers are in pipes.py).
 
 A gateway flushes one SSE event per HTTP chunk, so a busy stream makes thousands of parts a second.
 One notification each costs pygls' encoding and a write here and a frame plus a JSON parse in the
@@ -13,75 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import stat
 from collections.abc import Callable
-from typing import Any, BinaryIO
-
-from pygls.io_ import StdoutWriter
+from typing import Any
 
 from ..messages import PartOut, TextPart, ThinkingPart
+from .pipes import Drains, PipeWriter, ThreadWriter
 
 log = logging.getLogger(__name__)
-
-
-class _PipeProtocol(asyncio.BaseProtocol):
-    def __init__(self) -> None:
-        self.on_drained: Callable[[], None] | None = None
-
-    def pause_writing(self) -> None:
-        pass
-
-    def resume_writing(self) -> None:
-        waiting, self.on_drained = self.on_drained, None
-        if waiting is not None:
-            waiting()
-
-
-class PipeWriter:
-    """pygls' writer interface on an asyncio write transport: `write()` never blocks the event loop
-    (pygls' own writer does a blocking write and a flush per message)."""
-
-    def __init__(self, transport: asyncio.WriteTransport, protocol: _PipeProtocol) -> None:
-        self._transport = transport
-        self._protocol = protocol
-        transport.set_write_buffer_limits(high=0)  # resume_writing() as soon as the buffer is empty
-
-    def write(self, data: bytes) -> None:
-        if not self._transport.is_closing():
-            self._transport.write(data)
-
-    def close(self) -> None:
-        self._transport.close()
-
-    @property
-    def backlog(self) -> int:
-        return self._transport.get_write_buffer_size()
-
-    def when_drained(self, callback: Callable[[], None]) -> None:
-        if self.backlog == 0:
-            callback()
-        else:
-            self._protocol.on_drained = callback
-
-
-async def stdout_writer(stream: BinaryIO) -> PipeWriter | StdoutWriter:
-    """A pipe writer on the sidecar's stdout; pygls' blocking writer where stdout is not a pipe (a
-    file, a terminal): uvloop aborts the process on a file where asyncio raises."""
-    if not is_pipe(stream.fileno()):
-        return StdoutWriter(stream)
-    loop = asyncio.get_running_loop()
-    try:
-        transport, protocol = await loop.connect_write_pipe(_PipeProtocol, stream)
-    except (ValueError, OSError):
-        return StdoutWriter(stream)
-    return PipeWriter(transport, protocol)
-
-
-def is_pipe(fd: int) -> bool:
-    """A pipe or a socket (what the extension gives the sidecar; a Windows pipe reads as a FIFO)."""
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 Notify = Callable[[str, dict[str, Any]], None]  # pygls' `notify(method, params)`
@@ -92,13 +30,14 @@ class Outbox:
 
     def __init__(self, notify: Notify) -> None:
         self._notify = notify
-        self._pipe: PipeWriter | None = None  # the writer pygls writes through, when it is a pipe
+        self._pipe: Drains | None = None  # the writer pygls writes through, when it can be full
         self._pending: dict[str | int, list[PartOut]] = {}
         self._busy = False
 
-    def attach(self, writer: PipeWriter | StdoutWriter) -> None:
-        """The writer pygls was given: when it is a pipe, parts wait while it is full."""
-        self._pipe = writer if isinstance(writer, PipeWriter) else None
+    def attach(self, writer: object) -> None:
+        """The writer pygls was given: when it says what it has not written (pipes.py), parts wait
+        while that is not nothing; pygls' blocking writer (a file, a terminal) is never full."""
+        self._pipe = writer if isinstance(writer, PipeWriter | ThreadWriter) else None
 
     def post(self, request_id: str | int, parts: list[PartOut]) -> None:
         if not parts:

@@ -17,7 +17,6 @@ Limits: rfcs/0003-rpc-contract.md; why a stream and not our own loop: rfcs/0001-
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
@@ -34,9 +33,9 @@ from .framing import (
     name_start_at_end,
     prefix_id,
 )
+from .pipes import READ_SIZE, Source
 
 log = logging.getLogger(__name__)
-READ_SIZE = 1 << 20
 NOT_JSON = b"\x00"  # handed to pygls in place of a refused body: its parse fails, and the fault is answered
 _SHORT = "The message ended before its Content-Length ({length} bytes): a new message began inside it. It was dropped"
 
@@ -46,9 +45,9 @@ def _no_constant(name: str) -> Any:
 
 
 class Stdin:
-    """pygls' `AsyncReader` over an asyncio stream, holding at most one body and a bounded line."""
+    """pygls' `AsyncReader` over stdin's bytes (pipes.py), holding at most one body and a bounded line."""
 
-    def __init__(self, source: asyncio.StreamReader, max_body: int = MAX_BODY) -> None:
+    def __init__(self, source: Source, max_body: int = MAX_BODY) -> None:
         self._source = source
         self._buf = bytearray()
         self._eof = False
