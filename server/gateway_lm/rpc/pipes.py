@@ -15,7 +15,7 @@ Both give what serving needs: a source of stdin's bytes for the bounded stream (
 writer for pygls that never blocks the event loop and tells the outbox (outbox.py) how much it has not
 written yet, so parts gather while the client reads slower than the gateway streams. Both hold at most
 `HIGH_WATER` bytes of stdin unread, so a client that writes faster than the sidecar handles costs
-bounded memory (rfcs/0003-rpc-contract.md, "Limits").
+bounded memory (rfcs/0003-rpc-contract.md, "Reading stdin: a bad message costs that message only").
 
 The thread transport touches the standard handles only with `os.read` and `os.write`: no `fstat` (it
 can block behind a pending read on a Windows pipe, CPython #78961), and no buffered file object, whose
