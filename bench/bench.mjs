@@ -20,6 +20,11 @@ const only = process.argv[2] ?? process.env.BENCH_ONLY;
 const rows = [];
 const gateway = await startGateway();
 
+/** A row named for the stdio mode it was measured in. */
+function tagged(row, mode) {
+  return { ...row, metric: `${row.metric} [${mode}]` };
+}
+
 /** One section's rows; a section that fails says so in the table instead of losing the others. */
 async function section(name, run) {
   if (only && only !== name) return;
@@ -49,12 +54,29 @@ if (!only || !['tokens', 'harness', 'soak', 'soak-host', 'firststart'].includes(
     target: '≤ 1.0 s',
     ok: startMs <= 1000,
   });
-  await section('streams', () => streamRows(gateway, ext));
+  // The stream rows in each stdio mode of the sidecar (rfcs/0001-architecture.md, "Windows"): `loop`,
+  // this platform's, here; `threads`, what Windows runs, on a window of its own once this one is gone.
+  const loopRows = [];
+  await section('streams', async () => {
+    loopRows.push(...(await streamRows(gateway, ext)).map((row) => tagged(row, 'loop')));
+    return loopRows;
+  });
   await section('start', () => startRows(gateway, ext));
   await section('huge', () => hugeCountRows(gateway, ext));
   await section('accuracy', () => accuracyRows(gateway, ext));
   rows.push({ metric: 'sidecar resident memory after the runs', value: `${rssMb(ext.pid).toFixed(0)} MB`, target: '≤ 140 MB', ok: rssMb(ext.pid) <= 140 });
   await ext.deactivate();
+  await section('streams', async () => {
+    process.env.GATEWAY_LM_STDIO = 'threads';
+    const threaded = await activate(storageDir(), gateway).finally(() => delete process.env.GATEWAY_LM_STDIO);
+    try {
+      const threads = (await streamRows(gateway, threaded)).map((row) => tagged(row, 'threads'));
+      loopRows.forEach((row, i) => rows.splice(rows.indexOf(row) + 1, 0, threads[i])); // side by side
+      return [];
+    } finally {
+      await threaded.deactivate();
+    }
+  });
 }
 // The Copilot harness's path beside the editor path's, on an activation of its own (bench/harness.mjs).
 await section('harness', () => harnessRows(gateway));
