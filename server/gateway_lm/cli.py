@@ -18,7 +18,7 @@ from .catalogue import catalogue
 from .chats import ChatService
 from .client import GatewayClient
 from .errors import GatewayError
-from .logs import ClientLogHandler, Redactor, configure
+from .logs import ClientLogHandler, Redactor, configure, to_stderr
 from .messages import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
 from .replay import events_from_recording
 from .settings import Settings, updated_settings
@@ -166,6 +166,9 @@ def run_serve(args: argparse.Namespace, out: Output) -> None:
     from .rpc.serve import serve
 
     serve()
+    # The client has gone (`exit`, or stdin ended): what the exit's last saves log (atexit, after
+    # this returns) must not go to its closed pipe.
+    to_stderr()
 
 
 # ---- `gateway-lm usage` and `gateway-lm credits`: the history the extension's sidecars record, and
