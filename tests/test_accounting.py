@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
+import shutil
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +20,12 @@ from pygls.exceptions import JsonRpcException
 from fake_gateway import FakeServer
 from gateway_lm.accounting import MAX_FACTOR, Accounting, limit_from_message
 from gateway_lm.messages import ChatRequest
+from gateway_lm.rpc.pipes import MODES, Mode
 from gateway_lm.settings import Settings
+from gateway_lm.statefile import REPLACE_ATTEMPTS
 from gateway_lm.toolnames import ToolNameMap
 from gateway_lm.translate import build_request
+from raw_sidecar import RawSidecar
 from sidecar_client import Sidecar
 
 SUMMARY_SYSTEM = (
@@ -80,6 +87,117 @@ def test_a_special_accounting_file_is_refused_at_once(
     assert made[0].factors == {}
     refused = [record.getMessage() for record in caplog.records if "not a regular file" in record.getMessage()]
     assert len(refused) == 1, caplog.text
+
+
+def held_open(times: int | None) -> tuple[Callable[[str, Path], None], list[float]]:
+    """os.replace, refused `times` times (None: always) as Windows refuses it while another process
+    has the file open: ERROR_SHARING_VIOLATION, which CPython raises as a PermissionError (EACCES).
+    Then the real rename. Also returns when each attempt was made."""
+    attempts: list[float] = []
+
+    def replace(source: str, target: Path) -> None:
+        attempts.append(time.monotonic())
+        if times is None or len(attempts) <= times:
+            raise PermissionError(errno.EACCES, "The process cannot access the file", str(target))
+        os.replace(source, target)
+
+    return replace, attempts
+
+
+def test_a_rename_refused_while_the_file_is_held_open_is_retried(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another window's sidecar reading accounting.json, an antivirus or the search indexer holds it
+    for a moment on Windows; the save waits it out as extension/storage.ts does."""
+    replace, attempts = held_open(times=3)
+    accounting = Accounting(str(tmp_path), replace=replace)
+    caplog.set_level(logging.WARNING)
+    assert accounting.observe("m", 1000, 1300) == 1.3
+    assert len(attempts) == 4 and "could not save" not in caplog.text
+    assert Accounting(str(tmp_path)).factors == {"m": 1.3}, "the factor is on disk"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["accounting.json", "accounting.json.lock"]
+
+
+def test_a_rename_never_allowed_ends_in_bounded_time_with_one_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    replace, attempts = held_open(times=None)
+    accounting = Accounting(str(tmp_path), replace=replace)
+    caplog.set_level(logging.WARNING)
+    started = time.monotonic()
+    assert accounting.observe("m", 1000, 1300) == 1.3
+    elapsed = time.monotonic() - started
+    assert len(attempts) == REPLACE_ATTEMPTS and elapsed < 1.0, f"{len(attempts)} attempts in {elapsed:.2f} s"
+    failed = [r.getMessage() for r in caplog.records if r.name.startswith("gateway_lm")]
+    assert len(failed) == 1 and failed[0].startswith("could not save"), failed
+    assert accounting.factor("m") == 1.3, "what was learned is kept for the next save"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["accounting.json.lock"], "no temporary file is left"
+    accounting.close()  # the last save fails the same way: one more line, no exception
+    assert len([r for r in caplog.records if r.name.startswith("gateway_lm")]) == 2
+
+
+def test_a_rename_that_fails_for_another_reason_is_not_retried(tmp_path: Path) -> None:
+    (tmp_path / "accounting.json").mkdir()  # a directory where the file goes: waiting does not help
+    replace, attempts = held_open(times=0)  # the real rename at once, which fails
+    accounting = Accounting(str(tmp_path), replace=replace)
+    accounting.observe("m", 1000, 1300)
+    assert len(attempts) == 1
+    accounting.close()  # its last save fails too: nothing is left for the test run's exit
+
+
+def calibrating_chat(request_id: str) -> dict[str, Any]:
+    text = "[scenario:calibrate:1.3] " + "token accounting " * 100
+    return {
+        "requestId": request_id,
+        "model": "fake/text",
+        "messages": [{"role": 1, "content": [{"type": "text", "value": text}]}],
+    }
+
+
+async def calibrate_then_exit(gateway: FakeServer, state: Path, unblock: bool, stdio: Mode) -> str:
+    """The real sidecar learns a factor while accounting.json cannot be written (a directory holds
+    its place); `unblock` frees it before the sidecar is stopped as the extension stops it (`shutdown`,
+    then `exit`), in the stdio mode `stdio` (rpc/pipes.py: `threads`, as on Windows, ends with
+    `os._exit`, which runs no exit handler). Returns the sidecar's stderr."""
+    (state / "accounting.json").mkdir()
+    side = RawSidecar()
+    await side.start(stdio=stdio)
+    try:
+        await side.initialize(gateway.base_url, {"stateDir": str(state), "maxRetries": 0})
+        answer = await side.request("gateway/chat", calibrating_chat("c1"))
+        assert "result" in answer, answer
+        for _ in range(250):
+            if side.notifications("gateway/calibration"):
+                break
+            await asyncio.sleep(0.02)
+        assert side.notifications("gateway/calibration"), side.logs()
+        assert "could not save" in side.logs(), "the save during the session failed"
+        if unblock:
+            shutil.rmtree(state / "accounting.json")
+    finally:
+        stderr = await side.stop()
+    return stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("stdio", MODES)
+async def test_what_a_failed_save_left_is_saved_as_the_sidecar_exits(
+    gateway: FakeServer, tmp_path: Path, stdio: Mode
+) -> None:
+    stderr = await calibrate_then_exit(gateway, tmp_path, unblock=True, stdio=stdio)
+    factors = Accounting(str(tmp_path)).factors
+    assert factors.get("fake/text") == pytest.approx(1.3, abs=0.01), stderr
+    assert "could not save" not in stderr and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("stdio", MODES)
+async def test_a_last_save_that_fails_is_one_line_on_stderr(gateway: FakeServer, tmp_path: Path, stdio: Mode) -> None:
+    """After `exit` the client's pipe is closed: the line goes to stderr, which the extension shows."""
+    stderr = await calibrate_then_exit(gateway, tmp_path, unblock=False, stdio=stdio)
+    lines = [line for line in stderr.splitlines() if "could not save" in line]
+    assert len(lines) == 1 and "accounting.json" in lines[0], stderr
+    assert "Traceback" not in stderr, stderr
 
 
 def summary_request(system: str | None, last_user: str) -> dict[str, Any]:

@@ -1,17 +1,19 @@
 """The usage history (spend/history.py) on a real SQLite file: two windows writing at once lose
-nothing, retention prunes by UTC day, and a damaged row is skipped rather than served."""
+nothing, retention prunes by UTC day, a damaged row is skipped rather than served, and a network
+drive or a SQLite that refuses WAL gets a rollback journal."""
 
 from __future__ import annotations
 
 import datetime
 import multiprocessing
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gateway_lm.spend.history import DB_NAME, UsageStore, utc_day
+from gateway_lm.spend.history import DB_NAME, DRIVE_REMOTE, UsageStore, on_network_drive, set_journal, utc_day
 
 PER_WRITER = 300
 
@@ -120,3 +122,77 @@ def test_an_unusable_place_raises_for_the_ledger_to_report(tmp_path: Path) -> No
     with pytest.raises(sqlite3.DatabaseError):
         UsageStore.open(str(garbage), 90)
     assert UsageStore.open(None, 90) is None
+
+
+DRIVE_FIXED = 3  # GetDriveTypeW: "The drive has fixed media"
+
+
+@pytest.mark.parametrize(
+    ("path", "platform", "network"),
+    [
+        (r"\\fileserver\users$\ana\AppData\Roaming\Code\User\globalStorage\x", "win32", True),  # redirected
+        (r"\\?\UNC\fileserver\users$\ana\AppData\Roaming\Code", "win32", True),
+        ("//fileserver/users$/ana/AppData/Roaming/Code", "win32", True),
+        (r"H:\AppData\Roaming\Code\User\globalStorage\x", "win32", True),  # a mapped drive
+        (r"C:\Users\ana\AppData\Roaming\Code\User\globalStorage\x", "win32", False),
+        (r"\\?\C:\Users\ana\AppData\Roaming\Code", "win32", False),
+        (r"\\?\H:\AppData\Roaming\Code", "win32", True),
+        ("/home/ana/.config/Code/User/globalStorage/x", "linux", False),
+        ("//fileserver/users/ana", "darwin", False),  # not a Windows name there
+    ],
+)
+def test_a_network_drive_is_told_apart_as_windows_names_it(path: str, platform: str, network: bool) -> None:
+    asked: list[str] = []
+
+    def get_drive_type(root: str) -> int:  # GetDriveTypeW, with H: mapped to a share
+        asked.append(root)
+        return DRIVE_REMOTE if root.upper() == "H:\\" else DRIVE_FIXED
+
+    assert on_network_drive(path, platform, get_drive_type) is network
+    drive_letter = platform == "win32" and path.replace("\\\\?\\", "")[1:2] == ":"
+    assert asked == ([path.replace("\\\\?\\", "")[:2].upper() + "\\"] if drive_letter else []), "UNC needs no call"
+
+
+def journal_mode(path: Path) -> str:
+    db = sqlite3.connect(path)
+    try:
+        return str(db.execute("PRAGMA journal_mode").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_a_history_on_a_network_drive_keeps_a_rollback_journal(tmp_path: Path) -> None:
+    """https://sqlite.org/wal.html: WAL needs every process on one host; a redirected %APPDATA% is not."""
+    path = tmp_path / DB_NAME
+    on_share = {"on_network": lambda _: True}
+    local = UsageStore(path, 90)  # a start before the folder moved left it in WAL, and has it open
+    assert local.wal and journal_mode(path) == "wal"
+    held = UsageStore(path, 90, **on_share)  # leaving WAL needs the file alone: it stays, and works
+    held.put("a", record("a", now()))
+    assert held.wal and [r["id"] for r in local.records()] == ["a"]
+    local.close()
+    held.close()
+    store = UsageStore(path, 90, **on_share)
+    assert not store.wal and journal_mode(path) == "delete"
+    assert not (tmp_path / f"{DB_NAME}-wal").exists(), "no WAL file beside it"
+    other = UsageStore(path, 90, **on_share)  # a second window on the same share
+    store.put("b", record("b", now()))
+    other.put("c", record("c", now()))
+    assert sorted(r["id"] for r in store.records()) == ["a", "b", "c"] and other.day_total() == 0.003
+    store.close()
+    other.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SQLite's unix VFSs")
+def test_a_sqlite_that_refuses_wal_gets_a_rollback_journal(tmp_path: Path) -> None:
+    """A VFS without shared memory (SQLite's unix-dotfile) answers `PRAGMA journal_mode = WAL` with
+    the mode it kept; synchronous then stays FULL (NORMAL is only crash-safe in WAL)."""
+    local = sqlite3.connect(tmp_path / "local.sqlite3", isolation_level=None)
+    assert set_journal(local, network=False)
+    assert local.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    refusing = sqlite3.connect(f"file:{tmp_path / 'dotfile.sqlite3'}?vfs=unix-dotfile", uri=True, isolation_level=None)
+    assert not set_journal(refusing, network=False)
+    assert refusing.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert refusing.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    local.close()
+    refusing.close()

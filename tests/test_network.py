@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 import trustme
+import truststore
 from pygls.exceptions import JsonRpcException
 
 from conftest import text_of
@@ -22,7 +24,7 @@ from fake_gateway import FakeServer
 from gateway_lm.client import GatewayClient
 from gateway_lm.errors import GatewayError
 from gateway_lm.messages import ChatRequest
-from gateway_lm.network import bypasses_proxy
+from gateway_lm.network import bypasses_proxy, route, ssl_context
 from gateway_lm.pipeline import stream_chat
 from gateway_lm.settings import Settings, secrets_of, updated_settings
 from sidecar_client import Sidecar
@@ -72,9 +74,9 @@ def target(server: FakeServer) -> str:
     return f"127.0.0.1:{server.server_address[1]}"
 
 
-async def run(settings: Settings) -> str:
+async def run(settings: Settings, platform: str = sys.platform) -> str:
     request = ChatRequest.model_validate({"model": "fake/text", "messages": USER})
-    client = GatewayClient(settings)
+    client = GatewayClient(settings, platform)
     try:
         parts = [p async for batch in stream_chat(request, settings, client, "test-key") for p in batch]
     finally:
@@ -82,9 +84,9 @@ async def run(settings: Settings) -> str:
     return text_of(parts)
 
 
-async def fails(settings: Settings) -> GatewayError:
+async def fails(settings: Settings, platform: str = sys.platform) -> GatewayError:
     with pytest.raises(GatewayError) as caught:
-        await run(settings)
+        await run(settings, platform)
     return caught.value
 
 
@@ -170,6 +172,47 @@ async def test_the_system_store_is_used_only_when_asked(
     assert await run(Settings(baseUrl=https_url(tls_gateway))) == ANSWER
     error = await fails(Settings(baseUrl=https_url(tls_gateway), systemCertificates=False))
     assert "vercelAiGateway.caBundle" in error.message
+
+
+@pytest.mark.parametrize(
+    ("platform", "system", "os_verifies"),
+    [
+        ("darwin", True, True),
+        ("win32", True, True),
+        ("linux", True, False),  # OpenSSL reads the OS's own store there (rfcs/0007, "Network")
+        ("darwin", False, False),  # http.systemCertificates off: certifi's roots, everywhere
+        ("win32", False, False),
+    ],
+)
+def test_the_os_verifies_on_macos_and_windows(platform: str, system: bool, os_verifies: bool) -> None:
+    """python-build-standalone's OpenSSL reads /etc/ssl/cert.pem on macOS, not the Keychain, and on
+    Windows a copy of the store's certificates: a company CA VS Code trusts must come from the OS."""
+    context = ssl_context(Settings(systemCertificates=system), platform)
+    assert isinstance(context, truststore.SSLContext) is os_verifies
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    if not os_verifies:
+        assert context.cert_store_stats()["x509_ca"] > 0
+
+
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+async def test_the_ca_bundle_reaches_the_os_verifier(
+    tls_gateway: FakeServer, proxy: ConnectProxy, ca_file: str, platform: str
+) -> None:
+    """truststore gives the Keychain (SecTrustSetAnchorCertificates) or Windows (a chain engine
+    trusting them) the certificates loaded into its context. Neither runs here; truststore's Linux
+    verifier, OpenSSL on that same context, does: a real handshake shows the bundle is in it, and
+    the chain and host name are checked on the direct path (aiohttp) and through a proxy (httpx)."""
+    settings = Settings(baseUrl=https_url(tls_gateway), maxRetries=0)
+    chosen = route(settings, platform)
+    assert isinstance(chosen.direct_verify, truststore.SSLContext) and chosen.verify is chosen.direct_verify
+    error = await fails(settings, platform)
+    assert error.kind == "network" and "vercelAiGateway.caBundle" in error.message
+    with_bundle = settings.model_copy(update={"caBundle": ca_file})
+    assert await run(with_bundle, platform) == ANSWER
+    assert await run(with_bundle.model_copy(update={"proxy": proxy.url}), platform) == ANSWER
+    assert proxy.targets == [target(tls_gateway)]
+    wrong_name = with_bundle.model_copy(update={"baseUrl": https_url(tls_gateway).replace("127.0.0.1", "localhost")})
+    assert (await fails(wrong_name, platform)).kind == "network"  # its certificate names 127.0.0.1 only
 
 
 def test_an_invalid_proxy_setting_is_named_without_its_value() -> None:

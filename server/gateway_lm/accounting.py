@@ -7,17 +7,20 @@
   replaces the catalogue's, so Copilot summarises before the next overflow.
 
 Each VS Code window runs its own sidecar on the same `accounting.json` (statefile.py says how it is
-read and written); a save writes only the models this sidecar changed over what is on disk.
+read and written); a save writes only the models this sidecar changed over what is on disk. What a
+save could not write is written by the next one, or at the latest when the sidecar exits (`close`).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
+import os
 import re
 from pathlib import Path
 
-from .statefile import MAX_FACTOR, MAX_LIMIT, MIN_FACTOR, MIN_LIMIT, State, read_state, write_state
+from .statefile import MAX_FACTOR, MAX_LIMIT, MIN_FACTOR, MIN_LIMIT, Replace, State, read_state, write_state
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +36,16 @@ _LIMIT = re.compile(
 
 
 class Accounting:
-    def __init__(self, state_dir: str | None = None) -> None:
+    def __init__(self, state_dir: str | None = None, replace: Replace = os.replace) -> None:
         self._path = Path(state_dir) / "accounting.json" if state_dir else None
+        self._replace = replace  # the rename of each save (statefile.py)
         self.factors: dict[str, float] = {}
         self.limits: dict[str, int] = {}
         self._changed = State()  # what this sidecar learned since its last save
         if self._path is not None:
+            # The sidecar runs it when serving ends, by `exit` or by stdin's end (rpc/serve.py), the
+            # CLI's commands at the interpreter's exit; a killed process cannot save anyway.
+            atexit.register(self.close)
             state, dropped = read_state(self._path)
             self.factors, self.limits = state.factors, state.limits
             if dropped:
@@ -76,12 +83,20 @@ class Accounting:
         log.info("learned the input limit of %s: %d tokens", model, limit)
         return limit
 
+    def close(self) -> None:
+        """The last save, at exit or when the state folder changes: what an earlier save could not
+        write (another window, an antivirus or the indexer held the file for longer than its
+        retries) is tried once more; a failure is the one line `_save` logs, never a traceback."""
+        atexit.unregister(self.close)
+        if self._changed.factors or self._changed.limits:
+            self._save()
+
     def _save(self) -> None:
         if self._path is None:
             return
         try:
-            merged = write_state(self._path, self._changed)
-        except OSError as error:
+            merged = write_state(self._path, self._changed, self._replace)
+        except (OSError, ValueError) as error:  # ValueError: a path the OS cannot take (a NUL in it)
             log.warning("could not save %s: %s", self._path, error)  # the next save tries again
             return
         self._changed = State()

@@ -100,6 +100,7 @@ class ChatService:
         when its settings changed, the client follow them."""
         transport_changed = any(getattr(new, f) != getattr(self.settings, f) for f in TRANSPORT_SETTINGS)
         if new.stateDir != self.settings.stateDir:
+            self.accounting.close()  # what it could not save yet goes to its own folder
             self.accounting = Accounting(new.stateDir)
         self.settings = new
         self.ledger.apply(new)

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import random
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -83,7 +84,8 @@ def parse_retry_after(value: str | None) -> float | None:
 class GatewayClient:
     """One pooled connection set, shared by every request of a sidecar or CLI run."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, platform: str = sys.platform) -> None:
+        """`platform`: whose trust store verifies the gateway (network.ssl_context); tests choose."""
         self.settings = settings
         timeout = httpx.Timeout(
             connect=settings.connectTimeout,
@@ -91,7 +93,7 @@ class GatewayClient:
             write=settings.connectTimeout,
             pool=settings.connectTimeout,
         )
-        self.route = route(settings)
+        self.route = route(settings, platform)
         self._http = httpx.AsyncClient(
             timeout=timeout,
             limits=LIMITS,

@@ -1,7 +1,8 @@
 """Sidecar logging: records go to the client as `window/logMessage`, with every secret redacted.
 
-stdout is the JSON-RPC stream, so nothing here ever prints; before the client is connected, records
-go to stderr (which the extension also shows in its output channel).
+stdout is the JSON-RPC stream, so nothing here ever prints; before the client is connected, and
+once it is gone (`to_stderr`), records go to stderr (which the extension also shows in its output
+channel).
 """
 
 from __future__ import annotations
@@ -54,12 +55,20 @@ class ClientLogHandler(logging.Handler):
         self._redact = redact
         self._send = send
 
+    def to_stderr(self) -> None:
+        """Records go to stderr from now on, redacted as before."""
+        self._send = _write_stderr
+
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = self._redact(self.format(record))
             self._send(record.levelno, message)
         except Exception:
             sys.stderr.write(self._redact(f"log record lost: {record.getMessage()}\n"))
+
+
+def _write_stderr(level: int, message: str) -> None:
+    sys.stderr.write(message + "\n")
 
 
 class OneLine(logging.Formatter):
@@ -96,6 +105,15 @@ def _pygls_without_payloads(record: logging.LogRecord) -> bool:
     if record.name.startswith("pygls") and isinstance(record.args, tuple):
         record.args = tuple(_brief(arg) for arg in record.args)
     return True
+
+
+def to_stderr() -> None:
+    """The client is gone (the sidecar is exiting): what is logged from here on, the last save's
+    failure among it (accounting.py), goes to stderr, which the extension reads until the process
+    has exited; sent to the closed pipe, it would be dropped without a word."""
+    for handler in logging.getLogger("gateway_lm").handlers:  # configure() gives each logger the same one
+        if isinstance(handler, ClientLogHandler):
+            handler.to_stderr()
 
 
 def configure(handler: logging.Handler, level_name: str) -> None:

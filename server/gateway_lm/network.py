@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import ssl
+import sys
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 from urllib.request import getproxies
@@ -19,6 +20,9 @@ import httpx
 from .settings import Settings
 
 log = logging.getLogger(__name__)
+# Where OpenSSL's store is not what the OS trusts, and the OS verifies (truststore): macOS (the
+# Keychain; OpenSSL reads /etc/ssl/cert.pem) and Windows (its certificate store and its policies).
+OS_VERIFIES = frozenset({"darwin", "win32"})
 
 
 @dataclass(frozen=True)
@@ -37,8 +41,8 @@ class Route:
         return self.proxy is not None or (self.use_env and bool(getproxies()))
 
 
-def route(settings: Settings) -> Route:
-    context = ssl_context(settings)
+def route(settings: Settings, platform: str = sys.platform) -> Route:
+    context = ssl_context(settings, platform)
     bypassed = bypasses_proxy(settings.noProxy, settings.baseUrl)
     # `http.proxyStrictSSL` exists for proxies that re-sign TLS: it applies through a proxy only.
     proxied_verify: ssl.SSLContext | bool = context if settings.proxyStrictSSL else False
@@ -53,18 +57,22 @@ def _proxy(url: str, authorization: str | None) -> httpx.Proxy:
     return httpx.Proxy(url, headers={"proxy-authorization": authorization} if authorization else None)
 
 
-def ssl_context(settings: Settings) -> ssl.SSLContext:
-    """With `http.systemCertificates`, the OS's store as OpenSSL finds it (ssl.create_default_context),
-    or certifi's roots (what httpx trusts by default) where that store is empty; without it, certifi's
-    alone. Not both: parsing a second full root store slows every sidecar start (rfcs/0005, "Measured
-    costs"). Then the
-    user's CA bundle; an unreadable bundle is reported and skipped, never fatal."""
-    if settings.systemCertificates:
+def ssl_context(settings: Settings, platform: str = sys.platform) -> ssl.SSLContext:
+    """With `http.systemCertificates`, what the OS trusts, as VS Code does: on macOS and Windows the OS
+    verifies each server (`truststore.SSLContext`: the Keychain, Windows' certificate store); on
+    Linux the OS store as OpenSSL finds it (ssl.create_default_context), or certifi's roots (what
+    httpx trusts by default) where that store is empty. Without it, certifi's alone. Not both:
+    parsing a second full root store slows every sidecar start (rfcs/0005, "Measured costs"). Then
+    the user's CA bundle, which truststore hands the OS as extra roots; an unreadable bundle is
+    reported and skipped, never fatal."""
+    if not settings.systemCertificates:
+        context = ssl.create_default_context(cafile=certifi.where())
+    elif platform in OS_VERIFIES and (verifier := _os_verifier()) is not None:
+        context = verifier
+    else:
         context = ssl.create_default_context()
         if not context.cert_store_stats()["x509_ca"]:  # e.g. a python.org build on macOS
             context.load_verify_locations(cafile=certifi.where())
-    else:
-        context = ssl.create_default_context(cafile=certifi.where())
     if settings.caBundle:
         try:
             context.load_verify_locations(cafile=settings.caBundle)
@@ -75,6 +83,15 @@ def ssl_context(settings: Settings) -> ssl.SSLContext:
                 error,
             )
     return context
+
+
+def _os_verifier() -> ssl.SSLContext | None:
+    try:
+        import truststore  # imported where it is used: on Linux it is not
+    except ImportError as error:  # an interpreter without the peer-chain API it needs (truststore.__init__)
+        log.warning("the OS's certificate store cannot be used (%s); using OpenSSL's", error)
+        return None
+    return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the chain and the host name
 
 
 def bypasses_proxy(no_proxy: list[str], url: str) -> bool:

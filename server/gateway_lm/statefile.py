@@ -4,12 +4,14 @@ Every VS Code window runs its own sidecar on the same storage folder. A save tak
 lock on `accounting.json.lock` (`fcntl.flock`; on Windows `msvcrt.locking`, the same function),
 re-reads the file, lays this sidecar's changes over it, writes a unique temporary file in the same
 folder and renames it over the old one. A reader sees the old file or the new one, never part of
-one, and no window's entries are lost.
+one, and no window's entries are lost. On Windows the rename fails while another process has the
+file open (another window's sidecar reading it, an antivirus, the search indexer): it is retried.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -30,6 +32,12 @@ MIN_FACTOR, MAX_FACTOR = 0.5, 3.0
 MIN_LIMIT, MAX_LIMIT = 1_000, MAX_TOKENS
 MAX_FILE_BYTES = 16 << 20  # thousands of models take a few hundred KB
 LOCK_WAIT = 2.0  # seconds; a save never waits longer for another window (saves take milliseconds)
+# A rename refused while the file is held open is tried this often, REPLACE_BACKOFF × the attempt's
+# number apart (0.2 s in all): the policy of `renameRetrying` in extension/storage.ts, which renames
+# the extension's files in the same folder over the same holders.
+REPLACE_ATTEMPTS = 5
+REPLACE_BACKOFF = 0.02  # seconds
+Replace = Callable[[str, Path], None]  # os.replace's shape; tests pass one that fails as Windows does
 _T = TypeVar("_T", int, float)
 
 
@@ -85,14 +93,15 @@ def read_bounded(path: Path, max_bytes: int) -> bytes:
         return b"".join(chunks)
 
 
-def write_state(path: Path, changes: State) -> State:
+def write_state(path: Path, changes: State, replace: Replace = os.replace) -> State:
     """Lays `changes` over what is on disk now and writes the result; returns it. Raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path):
         merged, _ = read_state(path)  # what is invalid there is dropped: the write repairs the file
         merged.factors.update(changes.factors)
         merged.limits.update(changes.limits)
-        _replace(path, json.dumps({"factors": merged.factors, "limits": merged.limits}, allow_nan=False))
+        text = json.dumps({"factors": merged.factors, "limits": merged.limits}, allow_nan=False)
+        _replace(path, text, replace)
     return merged
 
 
@@ -123,18 +132,38 @@ def _limit(value: Any) -> int | None:
     return value if MIN_LIMIT <= value <= MAX_LIMIT else None
 
 
-def _replace(path: Path, text: str) -> None:
+def _replace(path: Path, text: str, replace: Replace) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temporary, path)
+        _replace_retrying(temporary, path, replace)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _replace_retrying(temporary: str, path: Path, replace: Replace) -> None:
+    for attempt in range(1, REPLACE_ATTEMPTS + 1):
+        try:
+            replace(temporary, path)
+            return
+        except OSError as error:
+            if attempt == REPLACE_ATTEMPTS or not _held_open(error):
+                raise
+        time.sleep(REPLACE_BACKOFF * attempt)  # the holders (a read, a scan) take milliseconds
+
+
+def _held_open(error: OSError) -> bool:
+    """Whether the rename failed because another process has the file open. Windows refuses to
+    replace a file opened without delete sharing (MoveFileExW: ERROR_ACCESS_DENIED 5 or
+    ERROR_SHARING_VIOLATION 32, ERROR_LOCK_VIOLATION 33 for a byte-range lock), and CPython maps all
+    three to EACCES, a PermissionError (PC/errmap.h). The same codes as storage.ts retries (libuv's
+    names: EPERM, EACCES, EBUSY), on every platform: elsewhere they are rare and cost 0.2 s."""
+    return isinstance(error, PermissionError) or error.errno == errno.EBUSY
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ import anyio
 from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 
-from ..logs import configure
+from ..logs import configure, to_stderr
 from .methods import Sidecar, build_server
 from .pipes import Mode, is_pipe, open_loop, open_threads
 from .protocol import WireProtocol
@@ -55,6 +55,10 @@ def serve(mode: Mode) -> None:
         pass
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
+    # The client has gone (`exit`, or stdin ended): the last saves log to stderr, not its closed
+    # pipe, and run here, not only at the interpreter's exit, which `threads` skips (below).
+    to_stderr()
+    sidecar.chats.accounting.close()
     if mode == "threads":
         # The reader thread may still be inside a blocking read of stdin, which the interpreter's
         # own exit could wait behind (pipes.py): end here, everything of ours already written.

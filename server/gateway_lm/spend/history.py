@@ -3,8 +3,11 @@ and read by `gateway-lm usage` (rfcs/0006-spend.md).
 
 Two windows write to it at once: WAL lets readers go on while one writes, `busy_timeout` makes a
 writer wait for the other instead of failing, and each record is one statement (an upsert by the
-chat's key), so a record is whole or absent. Rows are read back as untrusted: another version or a
-damaged file may hold anything, and a row that does not read as a record is skipped.
+chat's key), so a record is whole or absent. WAL needs every process on one host (its index is
+shared memory; https://sqlite.org/wal.html): on a network drive, where a redirected %APPDATA% puts
+VS Code's storage, the history keeps a rollback journal instead, as it does wherever SQLite refuses
+WAL. Rows are read back as untrusted: another version or a damaged file may hold anything, and a row
+that does not read as a record is skipped.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ from __future__ import annotations
 import datetime
 import logging
 import math
+import ntpath
 import re
 import sqlite3
+import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -123,6 +129,66 @@ def _add_group_column(db: sqlite3.Connection) -> None:
             raise
 
 
+DRIVE_REMOTE = 4  # GetDriveTypeW: "The drive is a remote (network) drive."
+
+
+def on_network_drive(
+    path: Path | str, platform: str = sys.platform, drive_type: Callable[[str], int] | None = None
+) -> bool:
+    r"""Whether `path` is on a network share as Windows names one: a UNC path (\\server\share\…,
+    \\?\UNC\server\share\…; folder redirection puts %APPDATA% there) or a drive that GetDriveTypeW
+    reports as DRIVE_REMOTE (a mapped drive letter). `drive_type` stands for GetDriveTypeW: a root,
+    with its trailing backslash, to a DRIVE_* number. Off Windows, False."""
+    if platform != "win32":
+        return False
+    drive = ntpath.splitdrive(str(path))[0].replace("/", "\\")
+    if not drive:
+        return False
+    long_form = drive.startswith(("\\\\?\\", "\\\\.\\"))  # \\?\C:, \\?\UNC\…, \\?\Volume{…}
+    rest = drive[4:] if long_form else drive
+    if rest.upper().startswith("UNC\\") or (not long_form and drive.startswith("\\\\")):
+        return True
+    root = rest if len(rest) == 2 and rest[1] == ":" else drive  # X: as X:\, a volume by its own name
+    return (drive_type or _drive_type)(root + "\\") == DRIVE_REMOTE
+
+
+if sys.platform == "win32":
+    import ctypes
+
+    def _drive_type(root: str) -> int:
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        kernel32.GetDriveTypeW.argtypes = [ctypes.c_wchar_p]
+        kernel32.GetDriveTypeW.restype = ctypes.c_uint
+        return int(kernel32.GetDriveTypeW(root))
+
+else:
+
+    def _drive_type(root: str) -> int:
+        return 0  # DRIVE_UNKNOWN: there are no drives to ask about
+
+
+def set_journal(db: sqlite3.Connection, network: bool) -> bool:
+    """WAL, or on a network drive a rollback journal (DELETE); returns whether it is WAL. SQLite may
+    keep another mode than the one asked for: a VFS without shared memory keeps its rollback journal
+    rather than take WAL, and leaving WAL needs the file to itself (another window may have it open)."""
+    if network:
+        try:
+            mode = db.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+        except sqlite3.OperationalError as error:  # "database is locked"
+            mode = "wal"
+            log.warning("usage history: still in WAL on a network drive (%s); the next start leaves it", error)
+        else:
+            log.info("usage history: on a network drive, where SQLite's WAL does not work; a rollback journal")
+    else:
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            log.info("usage history: SQLite kept its %s journal rather than WAL", mode)
+    wal = str(mode).lower() == "wal"
+    if wal:  # durable but for the last commits on power loss; a rollback journal keeps FULL, the default,
+        db.execute("PRAGMA synchronous = NORMAL")  # since NORMAL there can corrupt the file on power loss
+    return wal
+
+
 def utc_day(when: datetime.datetime | None = None) -> str:
     return (when or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d")
 
@@ -131,7 +197,9 @@ class UsageStore:
     """One connection, used from worker threads (never the event loop: a write may wait for another
     window's up to BUSY_TIMEOUT_MS)."""
 
-    def __init__(self, path: Path, retention_days: int | None) -> None:
+    def __init__(
+        self, path: Path, retention_days: int | None, on_network: Callable[[Path], bool] = on_network_drive
+    ) -> None:
         self.path = path
         self.retention_days = retention_days
         self._lock = threading.Lock()
@@ -140,8 +208,7 @@ class UsageStore:
         self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         try:
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")  # in WAL: durable but for the last commits on power loss
+            self.wal = set_journal(self._db, on_network(path))
             self._db.executescript(_SCHEMA)
             _add_group_column(self._db)
         except sqlite3.Error:
