@@ -51,6 +51,17 @@ export function readZip(file) {
   return entries;
 }
 
+/** A VSIX's extension/ folder written into `dir`, as VS Code unpacks it (file modes kept); returns `dir`. */
+export function unpackVsix(file, dir) {
+  for (const entry of readZip(file)) {
+    if (!entry.name.startsWith('extension/') || entry.name.endsWith('/')) continue;
+    const to = path.join(dir, entry.name.slice('extension/'.length));
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    fs.writeFileSync(to, entry.read(), { mode: entry.mode & 0o777 || 0o644 });
+  }
+  return dir;
+}
+
 /** A binary's format and architecture from its first bytes, or undefined for anything else. */
 export function binaryKind(bytes) {
   if (bytes.length < 64) return undefined;
