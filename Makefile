@@ -66,6 +66,7 @@ lint: $(VENV)/.ready node_modules/.ready
 	npx tsc -p extension/webview
 	npx eslint --max-warnings 0 $(TS_SOURCES)
 	npx prettier --check --log-level warn $(TS_SOURCES)
+	bash scripts/lint-workflows.sh
 
 # requirements.lock's hashes: every wheel the index has for each pin (scripts/lock.mjs). `make lock`
 # after changing a pin; `make check-lock` (in `make test`) fails when a hash is not the index's or a
