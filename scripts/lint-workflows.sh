@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 actionlint=$PWD/${ACTIONLINT:-.venv/bin/actionlint}
 if ! command -v shellcheck >/dev/null; then
   echo "lint-workflows: installing Debian's shellcheck" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; }
+  root=()
+  [ "$(id -u)" = 0 ] || root=(sudo) # a GitHub runner's user
+  "${root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null ||
+    { "${root[@]}" apt-get update -qq && "${root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; }
 fi
 "$actionlint"
 tmp=$(mktemp -d)
