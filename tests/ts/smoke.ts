@@ -141,7 +141,9 @@ export async function smoke(options: SmokeOptions): Promise<void> {
       await session.close(ended);
     });
   } finally {
-    if (!ended) void session.close(new GatewayChatError('The smoke test failed.', 'sidecar', null));
+    // After a failed step too, the process is gone before the failure is told: on Windows a running
+    // python.exe would keep its unpacked folder from being removed.
+    if (!ended) await bounded(session.close(new GatewayChatError('The smoke test failed.', 'sidecar', null)), 10_000).catch(() => undefined);
   }
 }
 
