@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 VSIX := ai-gateway-lm.vsix
 TS_SOURCES := extension tests/ts tests/e2e bench scripts eslint.config.mjs
 
-.PHONY: install build test test-python test-node test-e2e test-e2e-oldest test-e2e-bundled test-e2e-firststart screenshots lint contract lock check-lock vsix-platforms vsix-standin bench clean
+.PHONY: install build test test-python test-node test-e2e test-e2e-oldest test-e2e-bundled test-e2e-firststart smoke-vsix screenshots lint contract lock check-lock vsix-platforms vsix-standin bench clean
 
 install: build
 	@bash scripts/install-vsix.sh $(VSIX)
@@ -66,6 +66,7 @@ lint: $(VENV)/.ready node_modules/.ready
 	npx tsc -p extension/webview
 	npx eslint --max-warnings 0 $(TS_SOURCES)
 	npx prettier --check --log-level warn $(TS_SOURCES)
+	bash scripts/lint-workflows.sh
 
 # requirements.lock's hashes: every wheel the index has for each pin (scripts/lock.mjs). `make lock`
 # after changing a pin; `make check-lock` (in `make test`) fails when a hash is not the index's or a
@@ -110,6 +111,17 @@ test-e2e-oldest: build
 test-e2e-bundled: build build/standin-runtime.ready
 	PYTHON=$(PY) node scripts/package.mjs --target linux-x64 --runtime $(or $(RUNTIME_linux_x64),build/standin-runtime) --out vsix/ai-gateway-lm-linux-x64.vsix
 	node tests/e2e/bundled.mjs vsix/ai-gateway-lm-linux-x64.vsix
+
+# The linux-x64 platform VSIX (runtime: RUNTIME_linux_x64, else this machine's stand-in), its Python
+# started by the extension's own code and taken through initialize, the model list, a streamed chat,
+# a cancelled chat and a shutdown against the fake gateway, each step within its limit
+# (tests/ts/smoke.ts). CI does the same on each runner with that runner's VSIX. Not part of `make
+# test`: it packs a 25 MB VSIX (tests/ts/smoke.test.ts, in test-node, runs the steps on the venv).
+smoke-vsix: build build/standin-runtime.ready
+	PYTHON=$(PY) node scripts/package.mjs --target linux-x64 --runtime $(or $(RUNTIME_linux_x64),build/standin-runtime) --out vsix/ai-gateway-lm-linux-x64.vsix
+	node scripts/check-vsix.mjs vsix/ai-gateway-lm-linux-x64.vsix linux-x64
+	rm -rf out && npx tsc -p tests/ts
+	node --require ./out/tests/ts/register.js out/tests/ts/smoke.js vsix/ai-gateway-lm-linux-x64.vsix
 
 # The untargeted VSIX's first start in the real workbench, with screenshots: offline (loopback-only
 # network: the message, Retry, shown once) and with only a Python 3.9 on PATH (the message, Choose

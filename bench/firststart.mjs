@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { readZip } from '../scripts/check-vsix.mjs';
+import { unpackVsix } from '../scripts/check-vsix.mjs';
 import { activate, median, ROOT, storageDir, vscode } from './host.mjs';
 
 export const PLATFORM_VSIX = path.join(ROOT, 'vsix/ai-gateway-lm-linux-x64.vsix');
@@ -14,17 +14,11 @@ export const UNIVERSAL_VSIX = path.join(ROOT, 'ai-gateway-lm.vsix');
 const RUNS = 3;
 const WARM_RUNS = 7;
 
-/** The VSIX's extension/ folder, unpacked as VS Code unpacks it (file modes kept). */
+/** The VSIX's extension/ folder, unpacked as VS Code unpacks it, removed when the bench ends. */
 function unpack(vsix) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ai-gateway-lm-bench-ext-'));
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-  for (const entry of readZip(vsix)) {
-    if (!entry.name.startsWith('extension/') || entry.name.endsWith('/')) continue;
-    const file = path.join(dir, entry.name.slice('extension/'.length));
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, entry.read(), { mode: entry.mode & 0o777 || 0o644 });
-  }
-  return dir;
+  return unpackVsix(vsix, dir);
 }
 
 async function timedStart(storage, gateway, extensionPath, settings = {}) {

@@ -12,6 +12,7 @@
 // Prints one summary line; exits 1 with the problems otherwise.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as zlib from 'node:zlib';
 import { compatible } from './lock.mjs';
 
@@ -48,6 +49,17 @@ export function readZip(file) {
     entries.push({ name, size, mode, read });
   }
   return entries;
+}
+
+/** A VSIX's extension/ folder written into `dir`, as VS Code unpacks it (file modes kept); returns `dir`. */
+export function unpackVsix(file, dir) {
+  for (const entry of readZip(file)) {
+    if (!entry.name.startsWith('extension/') || entry.name.endsWith('/')) continue;
+    const to = path.join(dir, entry.name.slice('extension/'.length));
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    fs.writeFileSync(to, entry.read(), { mode: entry.mode & 0o777 || 0o644 });
+  }
+  return dir;
 }
 
 /** A binary's format and architecture from its first bytes, or undefined for anything else. */
@@ -159,7 +171,10 @@ export function checkVsix(file, target) {
   return { problems, summary };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a command (not imported): compared as real paths, since a `file://` + argv[1] string is never
+// the module's URL on Windows (C:\…) or where the path has a space (%20) or a link, and the check
+// would then pass without running.
+if (process.argv[1] && fs.realpathSync(process.argv[1]) === fs.realpathSync(fileURLToPath(import.meta.url))) {
   const [file, target] = process.argv.slice(2);
   if (!file || !target) throw new Error('usage: node scripts/check-vsix.mjs FILE.vsix TARGET');
   const { problems, summary } = checkVsix(file, target);

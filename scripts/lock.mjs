@@ -12,6 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const LOCK = path.join(ROOT, 'requirements.lock');
@@ -169,4 +170,5 @@ async function main() {
   console.log(`requirements.lock: ${pins.length} pins checked against the index; every one of ${targets.length} targets has a wheel for each`);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main();
+// Run as a command, not imported (scripts/check-vsix.mjs says why the paths are compared this way).
+if (process.argv[1] && fs.realpathSync(process.argv[1]) === fs.realpathSync(fileURLToPath(import.meta.url))) await main();

@@ -107,7 +107,9 @@ async function download(pin) {
     fs.renameSync(`${archive}.part`, archive);
   }
   const extracted = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-runtime-'));
-  execFileSync('tar', ['-xzf', archive, '-C', extracted]);
+  // The archive by its bare name, from its own folder: GNU tar (the one Git for Windows puts on PATH)
+  // takes an archive named C:\… for one on a remote host "C" and fails; bsdtar reads either.
+  execFileSync('tar', ['-xzf', path.basename(archive), '-C', extracted], { cwd: path.dirname(archive) });
   return path.join(extracted, 'python'); // python-build-standalone's install_only layout
 }
 

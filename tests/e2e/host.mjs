@@ -15,7 +15,10 @@ const scratch = []; // each run's folders (~75 MB with the sidecar's venv): remo
 export function cleanup() {
   for (const child of children.splice(0)) {
     try {
-      process.kill(-child.pid, 'SIGKILL'); // the whole process group: code-server's hosts, the sidecar
+      // The whole process group: code-server's hosts, the sidecar. Windows has no process groups to
+      // signal (tests/e2e/electron.mjs runs there): the child itself.
+      if (process.platform === 'win32') child.kill();
+      else process.kill(-child.pid, 'SIGKILL');
     } catch {
       /* already gone */
     }

@@ -3,6 +3,7 @@
 // another platform must each fail), and scripts/lock.mjs's reading of wheel tags, which decides
 // whether `make check-lock` fails a lock that leaves a platform without a wheel.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -143,6 +144,21 @@ test('a binary of another architecture or format, a wheel for another platform, 
   assert.deepEqual(noRuntime.problems, ['missing extension/runtime/bin/python3']);
   const otherTarget = checkVsix(linuxX64(), 'linux-arm64');
   assert.match(otherTarget.problems.join('\n'), /TargetPlatform="linux-arm64"[\s\S]*bin\/python3: elf x86-64, not elf aarch64/);
+});
+
+// A release job runs the command, not the function: from a checkout whose path has a space (or a
+// Windows drive letter), it must still check, and fail a bad VSIX, rather than exit 0 having run nothing.
+test('the check-vsix command fails a bad VSIX and passes a good one from a path with a space', () => {
+  const scripts = path.join(fs.mkdtempSync(path.join(SCRATCH, 'checkout ')), 'a repo', 'scripts');
+  fs.mkdirSync(scripts, { recursive: true });
+  for (const file of ['check-vsix.mjs', 'lock.mjs', 'platforms.json']) fs.copyFileSync(path.join(ROOT, 'scripts', file), path.join(scripts, file));
+  const run = (vsix: string) => spawnSync(process.execPath, [path.join(scripts, 'check-vsix.mjs'), vsix, 'linux-x64'], { encoding: 'utf8', timeout: 30_000 });
+  const bad = run(linuxX64({ 'extension/runtime/bin/python3': undefined }));
+  assert.equal(bad.status, 1, `exit ${bad.status}; stdout ${JSON.stringify(bad.stdout)}`);
+  assert.match(bad.stderr, /missing extension\/runtime\/bin\/python3/);
+  const good = run(linuxX64());
+  assert.equal(good.status, 0, good.stderr);
+  assert.match(good.stdout, /^linux-x64: 16 files/);
 });
 
 test('a timestamp pyc, a module shipped without its bytecode, a .pth file in site-packages: each named', async () => {

@@ -39,6 +39,19 @@ const textOf = (parts) =>
     .map((p) => p.value)
     .join('');
 const gatewayLog = async () => (await fetch(`${GATEWAY}/_requests`)).json();
+
+/** The sidecar's pid: the child of this extension host (the test extension shares its process) that
+ * runs `gateway_lm serve`. Windows has no pgrep: its process table through PowerShell's CIM cmdlets
+ * (tests/e2e/electron.mjs runs these tests on Windows). */
+function sidecarPid() {
+  const command =
+    process.platform === 'win32'
+      ? `powershell -NoProfile -NonInteractive -Command "(Get-CimInstance Win32_Process -Filter 'ParentProcessId=${process.pid}' | Where-Object { $_.CommandLine -like '*gateway_lm serve*' }).ProcessId"`
+      : `pgrep -P ${process.pid} -f "gateway_lm serve"`;
+  const pid = Number(execSync(command, { timeout: 30_000 }).toString().trim().split(/\s+/)[0]);
+  assert.ok(pid > 0, 'the sidecar process was found');
+  return pid;
+}
 const token = () => new vscode.CancellationTokenSource().token;
 
 test('lists the gateway language models with names, windows and capabilities', async () => {
@@ -157,9 +170,7 @@ test('a crashed sidecar fails the request within 2 s, is restarted, and the next
   try {
     for await (const part of response.stream) {
       if (!killedAt && part instanceof vscode.LanguageModelTextPart) {
-        // The sidecar is a child of this extension host: the test extension shares the process.
-        const pid = execSync(`pgrep -P ${process.pid} -f "gateway_lm serve"`).toString().trim().split('\n')[0];
-        process.kill(Number(pid), 'SIGKILL');
+        process.kill(sidecarPid(), 'SIGKILL'); // on Windows, TerminateProcess
         killedAt = Date.now();
       }
     }
