@@ -1,0 +1,79 @@
+// What holds on Windows and macOS, checked here on Linux (issue 41): every child process the
+// extension starts hides its console window on Windows (taskkill, a console program, flashed one at
+// every kill).
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import ts from 'typescript';
+import { ROOT } from './real';
+
+const CHILD_PROCESS = new Set(['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork']);
+
+/** Every call of a node:child_process function in `source` ("file:line name"), with whether its
+ * options are an object literal that says `windowsHide: true`. Named and namespace imports both. */
+function childProcessCalls(file: string, source: string): { where: string; hidden: boolean }[] {
+  const sf = ts.createSourceFile(file, source, ts.ScriptTarget.ES2022, true);
+  const named = new Map<string, string>(); // local name → child_process function
+  const namespaces = new Set<string>();
+  for (const statement of sf.statements) {
+    if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
+    if (!['node:child_process', 'child_process'].includes(statement.moduleSpecifier.text)) continue;
+    const bindings = statement.importClause?.namedBindings;
+    if (bindings && ts.isNamespaceImport(bindings)) namespaces.add(bindings.name.text);
+    if (bindings && ts.isNamedImports(bindings))
+      for (const element of bindings.elements) named.set(element.name.text, (element.propertyName ?? element.name).text);
+    if (statement.importClause?.name) namespaces.add(statement.importClause.name.text);
+  }
+  const calls: { where: string; hidden: boolean }[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node)) {
+      const callee = node.expression;
+      const name = ts.isIdentifier(callee)
+        ? named.get(callee.text)
+        : ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) && namespaces.has(callee.expression.text)
+          ? callee.name.text
+          : undefined;
+      if (name && CHILD_PROCESS.has(name)) {
+        const hidden = node.arguments.some(
+          (arg) =>
+            ts.isObjectLiteralExpression(arg) &&
+            arg.properties.some((p) => ts.isPropertyAssignment(p) && p.name.getText(sf) === 'windowsHide' && p.initializer.kind === ts.SyntaxKind.TrueKeyword),
+        );
+        calls.push({ where: `${file}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1} ${name}`, hidden });
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return calls;
+}
+
+function* sources(dir: string): Generator<string> {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) yield* sources(full);
+    else if (/\.ts$/.test(entry.name)) yield full;
+  }
+}
+
+test('Windows: every child process the extension starts carries windowsHide: true (no console window flashes)', () => {
+  const calls = [...sources(path.join(ROOT, 'extension'))].flatMap((file) => childProcessCalls(path.relative(ROOT, file), fs.readFileSync(file, 'utf8')));
+  // The sidecar's spawn, setup's runs, and the kill's taskkill at least: the check found them.
+  assert.ok(calls.length >= 3, calls.map((c) => c.where).join('\n'));
+  assert.deepEqual(
+    calls.filter((c) => !c.hidden).map((c) => c.where),
+    [],
+    'a call without windowsHide: true opens a console window on Windows',
+  );
+  // The check can fail: a call without the option, or with it only in a variable, is named.
+  const bad = childProcessCalls(
+    'x.ts',
+    "import * as cp from 'node:child_process';\nimport { execFile as run } from 'node:child_process';\nconst o = { windowsHide: true };\ncp.spawn('a', [], o);\nrun('taskkill', ['/F'], () => undefined);\nrun('b', [], { windowsHide: true }, () => undefined);\n",
+  );
+  assert.deepEqual(bad, [
+    { where: 'x.ts:4 spawn', hidden: false },
+    { where: 'x.ts:5 execFile', hidden: false },
+    { where: 'x.ts:6 execFile', hidden: true },
+  ]);
+});
