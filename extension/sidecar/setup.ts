@@ -10,7 +10,8 @@
 // merely opened is not trusted to name it. So the Python extension's interpreter is taken only when
 // it lies outside every workspace folder (the Python extension selects a workspace's `.venv` by
 // itself), in a trusted workspace; and the probe runs with `-I`, so that nothing in the current
-// folder (a `sysconfig.py`) or the environment is imported by it.
+// folder (a `sysconfig.py`) or the environment is imported by it. Every interpreter run here runs
+// with ISOLATED, so with `-X utf8`.
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
@@ -29,7 +30,9 @@ export interface SidecarCommand {
 
 /** Cuts the sidecar's Python off from the user's Python settings: PYTHONPATH, PYTHONHOME, the user
  * site-packages and the current folder cannot put other packages before the locked ones. `-X utf8`
- * because `-I` also drops the PYTHONUTF8 the session sets. */
+ * because `-I` also drops the PYTHONUTF8 the session sets: without it a pipe's encoding on Windows
+ * is the ANSI code page, and a path it cannot encode (a user folder in Cyrillic on a Western code
+ * page) makes a good Python fail as it prints, the probe included. */
 export const ISOLATED = ['-I', '-X', 'utf8'];
 
 /** A first-start failure, told with what the user can do about it. */
@@ -182,8 +185,10 @@ const PROBE =
 async function probe(candidate: Candidate, log: vscode.LogOutputChannel): Promise<Interpreter | string> {
   let stdout: string;
   try {
-    ({ stdout } = await run(candidate.command, [...candidate.args, '-I', '-c', PROBE], log, { timeoutMs: 30_000 }));
+    ({ stdout } = await run(candidate.command, [...candidate.args, ...ISOLATED, '-c', PROBE], log, { timeoutMs: 30_000 }));
   } catch (error) {
+    // Python 2 and 3.0–3.3 know no -I (3.4); it says so and exits.
+    if (/Unknown option: -I/.test((error as RunError).output)) return 'is older than 3.4';
     return `does not run (${(error as RunError).summary})`;
   }
   const line = stdout.trim().split('\n').pop() ?? '';
@@ -244,7 +249,7 @@ async function build(
 ): Promise<void> {
   report(`creating an environment with ${base.label} (Python ${base.version})…`);
   await fs.rm(envDir, { recursive: true, force: true });
-  await run(base.command, [...base.args, '-I', '-m', 'venv', envDir], log, { timeoutMs: 300_000 }).catch((error: unknown) => {
+  await run(base.command, [...base.args, ...ISOLATED, '-m', 'venv', envDir], log, { timeoutMs: 300_000 }).catch((error: unknown) => {
     throw venvFailure(base, error as RunError);
   });
   report('installing packages…');

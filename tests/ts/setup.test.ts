@@ -17,7 +17,7 @@ import { until } from './until';
 import { activate } from '../../extension/extension';
 import { forgetShown } from '../../extension/errors';
 import type { GatewayChatProvider } from '../../extension/provider';
-import { host, SetupError, sidecarPython } from '../../extension/sidecar/setup';
+import { chooseInterpreter, host, SetupError, sidecarPython } from '../../extension/sidecar/setup';
 import { SidecarConnection } from '../../extension/sidecar/connection';
 
 const FIXTURES = path.join(ROOT, 'tests/ts/fixtures/setup');
@@ -49,7 +49,7 @@ echo "$0 $*" >> "${calls}"
 [ -n "$PIP_PROXY" ] && echo "PIP_PROXY=$PIP_PROXY" >> "${calls}"
 for last; do :; done
 case " $* " in
-  *" -I -c "*) echo "${fake.version ?? '3.12'}|cpython|${fake.platform ?? 'linux-x86_64'}|0|$0" ;;
+  *" -I -X utf8 -c import sys, sysconfig;"*) echo "${fake.version ?? '3.12'}|cpython|${fake.platform ?? 'linux-x86_64'}|0|$0" ;;
   *" -c "*) echo ${fake.version ?? '3.12'} ;;
   *" -m venv "*) ${makeVenv} ;;
   *" -m pip "*) ${fake.pip ?? 'exit 0'} ;;
@@ -118,9 +118,11 @@ test('no Python at all: the error says Python 3.10 or newer is needed, how to ge
 
 test('only old Pythons: the error names each one with its version', async () => {
   fakePython('python3', { version: '3.9' });
-  fakePython('python', { version: '2.7' });
+  // Python 2.7 knows no -I: it says so as CPython 2.7's main.c does, and exits 2.
+  const usage = "Unknown option: -I\nusage: python [option] ... [-c cmd | -m mod | file | -] [arg] ...\nTry `python -h' for more information.";
+  fs.writeFileSync(path.join(base, 'bin', 'python'), `#!/bin/sh\n/bin/cat >&2 <<'EOF'\n${usage}\nEOF\nexit 2\n`, { mode: 0o755 });
   const error = await setupError(sidecarPython(context(), log));
-  assert.match(error.message, /Found only: python3 is 3\.9, python is 2\.7\./);
+  assert.match(error.message, /Found only: python3 is 3\.9, python is older than 3\.4\./);
   assert.equal(error.canChooseInterpreter, true);
 });
 
@@ -131,8 +133,8 @@ test('RHEL 9: python3 is 3.9, python3.11 and python3.12 are beside it; the newes
   const command = await sidecarPython(context(), log);
   assert.equal(command.command, path.join(envDir(), 'bin', 'python'));
   assert.deepEqual(command.args, ['-I', '-X', 'utf8'], "the environment's Python runs isolated from the user's PYTHONPATH");
-  assert.match(ran(), new RegExp(`${python312} -I -m venv`));
-  assert.doesNotMatch(ran(), /python3\.11 -I -m venv/);
+  assert.match(ran(), new RegExp(`${python312} -I -X utf8 -m venv`));
+  assert.doesNotMatch(ran(), /python3\.11 -I -X utf8 -m venv/);
 });
 
 test("a workspace's .venv the Python extension reports is never run; one outside the workspace is", async () => {
@@ -150,7 +152,7 @@ test("a workspace's .venv the Python extension reports is never run; one outside
   try {
     await sidecarPython(context(), log);
     assert.doesNotMatch(ran(), /\.venv/, "the workspace's interpreter is never run");
-    assert.match(ran(), new RegExp(`${python3} -I -m venv`));
+    assert.match(ran(), new RegExp(`${python3} -I -X utf8 -m venv`));
     assert.equal(fs.realpathSync(path.join(envDir(), 'bin', 'python')), python3);
 
     fs.rmSync(path.join(base, 'storage'), { recursive: true, force: true });
@@ -162,7 +164,7 @@ test("a workspace's .venv the Python extension reports is never run; one outside
     fs.rmSync(path.join(base, 'storage'), { recursive: true, force: true });
     reported = fakePython('python3.13', { version: '3.13' });
     await sidecarPython(context(), log);
-    assert.match(ran(), new RegExp(`${reported} -I -m venv`), "the Python extension's interpreter outside the workspace is used, first");
+    assert.match(ran(), new RegExp(`${reported} -I -X utf8 -m venv`), "the Python extension's interpreter outside the workspace is used, first");
   } finally {
     (stub.extensions as { getExtension: unknown }).getExtension = saved.getExtension;
     (stub.workspace as { workspaceFolders: unknown }).workspaceFolders = saved.folders;
@@ -175,8 +177,8 @@ test('Windows: the py launcher is tried before the names on PATH', async () => {
   fakePython('python', { version: '3.9' });
   const command = await sidecarPython(context(), log);
   assert.equal(command.command, path.join(envDir(), 'Scripts\\python.exe'));
-  assert.match(ran(), new RegExp(`^${py} -3 -I -c`, 'm'), 'the probe runs isolated: no sysconfig.py of the current folder is imported');
-  assert.match(ran(), new RegExp(`${py} -3 -I -m venv`));
+  assert.match(ran(), new RegExp(`^${py} -3 -I -X utf8 -c`, 'm'), 'the probe runs isolated: no sysconfig.py of the current folder is imported');
+  assert.match(ran(), new RegExp(`${py} -3 -I -X utf8 -m venv`));
 });
 
 test("a Mac without the Command Line Tools: Apple's /usr/bin/python3 stub is never run", async () => {
@@ -213,8 +215,8 @@ test("Debian without python3-venv: venv's hint (on its stdout) reaches the messa
 
   fakePython('python3.12', { version: '3.12' }); // say, deadsnakes' python3.12-venv is installed
   await sidecarPython(context(), log);
-  assert.match(ran(), /python3\.12 -I -m venv/);
-  assert.ok(ran().indexOf(`${debian} -I -m venv`) < ran().lastIndexOf('python3.12 -I -m venv'));
+  assert.match(ran(), /python3\.12 -I -X utf8 -m venv/);
+  assert.ok(ran().indexOf(`${debian} -I -X utf8 -m venv`) < ran().lastIndexOf('python3.12 -I -X utf8 -m venv'));
 });
 
 for (const [fixture, expected] of [
@@ -282,7 +284,7 @@ test('the interpreter under a ready environment was removed (Homebrew): the envi
   const python313 = fakePython('python3.13', { version: '3.13' });
   const command = await sidecarPython(ctx, log);
   assert.equal(fs.realpathSync(command.command), python313, 'the environment leads to a Python that runs');
-  assert.match(ran(), new RegExp(`${python313} -I -m venv`));
+  assert.match(ran(), new RegExp(`${python313} -I -X utf8 -m venv`));
 });
 
 test(
@@ -309,8 +311,8 @@ test('the pythonPath setting is used alone: one that is too old is named, not pa
 
   const chosen = fakePython('my-python', { version: '3.11' });
   await sidecarPython(context(), log);
-  assert.match(ran(), new RegExp(`${chosen} -I -m venv`));
-  assert.doesNotMatch(ran(), /python3 -I -m venv/);
+  assert.match(ran(), new RegExp(`${chosen} -I -X utf8 -m venv`));
+  assert.doesNotMatch(ran(), /python3 -I -X utf8 -m venv/);
 });
 
 test("pip goes through VS Code's http.proxy, given in its environment and never on its command line", async () => {
@@ -394,10 +396,45 @@ test('Choose Interpreter opens a file picker; a bad pick is refused, a good one 
     await stub.commands.executeCommand('vercelAiGateway.chooseInterpreter');
     assert.equal(stub.settings['vercelAiGateway.pythonPath'], good);
     assert.ok((await modelsWithin(provider, 20_000)).includes('fake/agent-loop'), 'the model list, from the real sidecar, without a reload');
-    assert.match(ran(), new RegExp(`${good} -I -m venv`));
+    assert.match(ran(), new RegExp(`${good} -I -X utf8 -m venv`));
   } finally {
     (ctx.subscriptions as { dispose(): unknown }[]).forEach((d) => d.dispose());
     delete stub.settings['vercelAiGateway.baseUrl'];
+  }
+});
+
+test('a real Python under a user folder the code page cannot encode: run with -X utf8, Choose Interpreter takes it', { timeout: 30_000 }, async () => {
+  // On Windows a pipe's encoding is the ANSI code page unless -X utf8 (-I drops PYTHONUTF8), so a
+  // Python under a user folder named in Cyrillic, on a Western code page, failed as it printed its
+  // own path. An ASCII locale that is not C (where Python turns UTF-8 mode on by itself) plays that
+  // code page here.
+  const locales = path.join(base, 'locales');
+  fs.mkdirSync(locales);
+  execFileSync('/usr/bin/localedef', ['-i', 'en_US', '-f', 'ANSI_X3.4-1968', path.join(locales, 'en_US.ascii')], {
+    env: { PATH: '/usr/bin:/bin' }, // it reads the gzipped charmap through gzip
+    stdio: 'ignore',
+    timeout: 20_000,
+  });
+  const python = path.join(base, 'Users', 'Дмитрий', 'python3');
+  fs.mkdirSync(path.dirname(python), { recursive: true });
+  fs.symlinkSync(PYTHON, python);
+  const saved = { LOCPATH: process.env.LOCPATH, LC_ALL: process.env.LC_ALL };
+  Object.assign(process.env, { LOCPATH: locales, LC_ALL: 'en_US.ascii' });
+  try {
+    // The check is real: without -X utf8 this Python fails as it prints where it is.
+    assert.throws(() => execFileSync(python, ['-I', '-c', 'import sys; print(sys.executable)'], { stdio: 'pipe' }), /UnicodeEncodeError/);
+    stub.answers.openDialog.push([stub.Uri.file(python)]);
+    assert.equal(await chooseInterpreter(log), python);
+    assert.deepEqual(
+      stub.shownErrors.map((e) => e.message),
+      [],
+    );
+    assert.equal(stub.settings['vercelAiGateway.pythonPath'], python);
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
   }
 });
 
