@@ -171,8 +171,25 @@ async function candidates(): Promise<Candidate[]> {
   if (fromExtension) list.push({ command: fromExtension, args: [], label: `${fromExtension} (the Python extension's)` });
   if (host.platform === 'win32') list.push({ command: 'py', args: ['-3'], label: 'py -3' });
   for (let minor = NEWEST_MINOR; minor >= MIN_PYTHON[1]; minor--) list.push({ command: `python3.${minor}`, args: [], label: `python3.${minor}` });
+  if (host.platform === 'win32') list.push(...(await storePythons()));
   list.push({ command: 'python3', args: [], label: 'python3' }, { command: 'python', args: [], label: 'python' });
   return list;
+}
+
+/** Microsoft Store Pythons, newest first: each installed one leaves an App Execution Alias
+ * `python3.X.exe` in %LOCALAPPDATA%\Microsoft\WindowsApps, which may not be on PATH. Found by
+ * listing that folder, as the Python extension's locator does; its `python.exe` and `python3.exe`
+ * are left to the names on PATH (without a Store Python they are the Store's installer). */
+async function storePythons(): Promise<Candidate[]> {
+  const local = process.env.LOCALAPPDATA;
+  if (!local) return [];
+  const dir = path.join(local, 'Microsoft', 'WindowsApps');
+  const found: [number, string][] = [];
+  for (const name of await fs.readdir(dir).catch(() => [] as string[])) {
+    const minor = Number(/^python3\.(\d{1,2})\.exe$/i.exec(name)?.[1]);
+    if (minor >= MIN_PYTHON[1]) found.push([minor, name]);
+  }
+  return found.sort((a, b) => b[0] - a[0]).map(([, name]) => ({ command: path.join(dir, name), args: [], label: `${name} (Microsoft Store)` }));
 }
 
 // One line any Python since 2.7 can print: version, implementation, platform, free-threading, executable.
@@ -498,7 +515,15 @@ async function which(command: string): Promise<string | undefined> {
 async function isFile(file: string): Promise<boolean> {
   return fs.stat(file).then(
     (stat) => stat.isFile(),
-    () => false,
+    // An App Execution Alias (a Microsoft Store Python) is a 0-byte reparse point that runs, but
+    // which Node's stat cannot follow (EACCES, nodejs/node#36790); lstat reads it (libuv 1.38+
+    // reports it as a link). Something there that is not a folder is worth a probe.
+    () =>
+      host.platform === 'win32' &&
+      fs.lstat(file).then(
+        (stat) => !stat.isDirectory(),
+        () => false,
+      ),
   );
 }
 

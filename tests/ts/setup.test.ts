@@ -181,6 +181,41 @@ test('Windows: the py launcher is tried before the names on PATH', async () => {
   assert.match(ran(), new RegExp(`${py} -3 -I -X utf8 -m venv`));
 });
 
+test('Windows: Microsoft Store Pythons are found by their aliases in WindowsApps, off PATH, though stat fails on them', async () => {
+  host.platform = 'win32';
+  const local = path.join(base, 'Local');
+  const apps = path.join(local, 'Microsoft', 'WindowsApps');
+  const packages = path.join(base, 'Program Files', 'WindowsApps');
+  fs.mkdirSync(apps, { recursive: true });
+  // An App Execution Alias is a 0-byte reparse point whose stat fails (EACCES, nodejs/node#36790)
+  // and which runs. Here: one whose stat fails (a link to a package folder that is gone), one of 0
+  // bytes (it runs, as sh, and says nothing); neither may be passed over unprobed.
+  fs.symlinkSync(path.join(packages, 'PythonSoftwareFoundation.Python.3.13_qbz5n2kfra8p0', 'python.exe'), path.join(apps, 'python3.13.exe'));
+  fs.writeFileSync(path.join(apps, 'python3.11.exe'), '', { mode: 0o755 });
+  fs.writeFileSync(path.join(apps, 'python3.9.exe'), '', { mode: 0o755 }); // too old by its name: not run
+  const saved = process.env.LOCALAPPDATA;
+  process.env.LOCALAPPDATA = local;
+  try {
+    const error = await setupError(sidecarPython(context(), log));
+    assert.match(
+      error.message,
+      /Found only: python3\.13\.exe \(Microsoft Store\) does not run \(.*\), python3\.11\.exe \(Microsoft Store\) did not say its version\. Install Python from python\.org or the Microsoft Store/,
+    );
+    // Python 3.12 from the Store: its alias leads into its package's folder.
+    const store312 = path.join(packages, 'PythonSoftwareFoundation.Python.3.12_qbz5n2kfra8p0', 'python.exe');
+    fs.mkdirSync(path.dirname(store312), { recursive: true });
+    fs.renameSync(fakePython('store', { version: '3.12', platform: 'win-amd64' }), store312);
+    fs.symlinkSync(store312, path.join(apps, 'python3.12.exe'));
+    const command = await sidecarPython(context(), log);
+    assert.equal(command.command, path.join(envDir(), 'Scripts\\python.exe'));
+    assert.match(ran(), new RegExp(`^${path.join(apps, 'python3.12.exe')} -I -X utf8 -m venv`, 'm'));
+    assert.doesNotMatch(ran(), /python3\.9\.exe/);
+  } finally {
+    if (saved === undefined) delete process.env.LOCALAPPDATA;
+    else process.env.LOCALAPPDATA = saved;
+  }
+});
+
 test("a Mac without the Command Line Tools: Apple's /usr/bin/python3 stub is never run", async () => {
   const stubPython = fakePython('python3', { version: '3.9' });
   host.platform = 'darwin';
