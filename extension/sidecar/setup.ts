@@ -17,7 +17,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { bounded } from '../bounded';
-import { networkSetting, SECTION, setting, settingId } from '../config';
+import { expandHome, networkSetting, SECTION, setting, settingId } from '../config';
 import { Button, CHOOSE_INTERPRETER, RETRY, showError } from '../errors';
 import { plain } from '../notify';
 import { readBounded, writeFileAtomic } from '../storage';
@@ -115,7 +115,7 @@ export async function bundledRuntime(extensionPath: string): Promise<SidecarComm
 
 function chosenPython(): string | undefined {
   const value = setting<unknown>('pythonPath');
-  return typeof value === 'string' && value.trim() ? value.trim() : undefined;
+  return typeof value === 'string' && value.trim() ? expandHome(value.trim(), host.platform) : undefined;
 }
 
 interface Candidate {

@@ -350,6 +350,19 @@ test('the pythonPath setting is used alone: one that is too old is named, not pa
   assert.doesNotMatch(ran(), /python3 -I -X utf8 -m venv/);
 });
 
+test('a pythonPath under ~/ is under the home folder', async () => {
+  const saved = process.env.HOME;
+  process.env.HOME = base; // what os.homedir() reads here
+  try {
+    const chosen = fakePython('my-python', { version: '3.12' });
+    stub.settings['vercelAiGateway.pythonPath'] = '~/bin/my-python';
+    await sidecarPython(context(), log);
+    assert.match(ran(), new RegExp(`^${chosen} -I -X utf8 -m venv`, 'm'));
+  } finally {
+    process.env.HOME = saved;
+  }
+});
+
 test("pip goes through VS Code's http.proxy, given in its environment and never on its command line", async () => {
   fakePython('python3');
   stub.settings['http.proxy'] = 'http://user:s3cret@proxy.example:3128';
