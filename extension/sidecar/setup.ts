@@ -149,7 +149,7 @@ async function* usableInterpreters(
       continue;
     }
     const real = await fs.realpath(file).catch(() => file);
-    const key = `${real} ${candidate.args.join(' ')}`;
+    const key = `${pathKey(real, host.platform)} ${candidate.args.join(' ')}`;
     if (seen.has(key)) continue;
     seen.add(key);
     if (await isMacStub(file, real)) {
@@ -220,7 +220,7 @@ async function probe(candidate: Candidate, log: vscode.LogOutputChannel): Promis
 }
 
 async function isMacStub(file: string, real: string): Promise<boolean> {
-  if (host.platform !== 'darwin' || !(host.macStubs.includes(file) || host.macStubs.includes(real))) return false;
+  if (host.platform !== 'darwin' || !host.macStubs.some((stub) => samePath(stub, file, 'darwin') || samePath(stub, real, 'darwin'))) return false;
   // `xcode-select -p` only prints where the tools are; it never opens the dialog.
   return run(host.xcodeSelect, ['-p'], undefined, { timeoutMs: 10_000 }).then(
     () => false,
@@ -250,10 +250,32 @@ async function outsideWorkspace(file: string): Promise<boolean> {
   const resolve = (p: string) => fs.realpath(p).catch(() => path.resolve(p));
   const files = [path.resolve(file), await resolve(file)];
   for (const folder of [...folders, ...(await Promise.all(folders.map(resolve)))]) {
-    const root = path.resolve(folder);
-    if (files.some((f) => f === root || f.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) return false;
+    if (files.some((f) => isWithin(f, folder, host.platform))) return false;
   }
   return true;
+}
+
+/** A path as the platform's default file system compares it: case-insensitive on Windows (NTFS)
+ * and macOS (APFS, HFS+, which also ignore Unicode normalization), normalized, with no trailing
+ * separator; case-sensitive elsewhere. Exported for tests. */
+export function pathKey(file: string, platform: NodeJS.Platform): string {
+  const p = platform === 'win32' ? path.win32 : path.posix;
+  let key = p.resolve(file);
+  if (key.length > p.parse(key).root.length && key.endsWith(p.sep)) key = key.slice(0, -1);
+  if (platform === 'darwin') key = key.normalize('NFC');
+  return platform === 'win32' || platform === 'darwin' ? key.toLowerCase() : key;
+}
+
+/** The same file or folder, as the platform compares paths. Exported for tests. */
+export function samePath(a: string, b: string, platform: NodeJS.Platform): boolean {
+  return pathKey(a, platform) === pathKey(b, platform);
+}
+
+/** `file` is `folder` or lies under it, as the platform compares paths. Exported for tests. */
+export function isWithin(file: string, folder: string, platform: NodeJS.Platform): boolean {
+  const [f, root] = [pathKey(file, platform), pathKey(folder, platform)];
+  const sep = platform === 'win32' ? '\\' : '/';
+  return f === root || f.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
 async function build(
@@ -440,7 +462,7 @@ async function reusable(envDir: string, python: string, version: string, chosen:
   );
   const ready = parseReady(text);
   if (!ready || ready.version !== version) return false;
-  if (ready.chosen !== (chosen ?? null)) {
+  if (ready.chosen === null ? chosen !== undefined : chosen === undefined || !samePath(ready.chosen, chosen, host.platform)) {
     log.info(`setup: ${settingId('pythonPath')} changed; the sidecar's environment is made again.`);
     return false;
   }
@@ -449,7 +471,7 @@ async function reusable(envDir: string, python: string, version: string, chosen:
     log.warn(`setup: the sidecar's environment no longer runs (${ready.base} is gone); it is made again.`);
     return false;
   }
-  if (real === ready.python) return true;
+  if (samePath(real, ready.python, host.platform)) return true;
   // The link leads elsewhere now (an upgrade): still the same minor version? One run tells.
   const now = await run(python, [...ISOLATED, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], log, { timeoutMs: 30_000 }).catch(() => undefined);
   if (now?.stdout.trim() === ready.minor) {

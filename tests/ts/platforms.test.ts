@@ -1,11 +1,12 @@
 // What holds on Windows and macOS, checked here on Linux (issue 41): every child process the
 // extension starts hides its console window on Windows (taskkill, a console program, flashed one at
-// every kill).
+// every kill); paths compare as each platform's file system does.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import ts from 'typescript';
+import { isWithin, samePath } from '../../extension/sidecar/setup';
 import { ROOT } from './real';
 
 const CHILD_PROCESS = new Set(['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork']);
@@ -76,4 +77,19 @@ test('Windows: every child process the extension starts carries windowsHide: tru
     { where: 'x.ts:5 execFile', hidden: false },
     { where: 'x.ts:6 execFile', hidden: true },
   ]);
+});
+
+// Paths as each platform's default file system compares them: NTFS and APFS ignore case (APFS and
+// HFS+ also Unicode normalization); Linux file systems do not.
+test('paths compare case-insensitively on Windows and macOS, normalized, and case-sensitively on Linux', () => {
+  assert.ok(samePath('C:\\Users\\Ana\\Python312\\python.exe', 'c:\\users\\ana\\python312\\PYTHON.EXE', 'win32'));
+  assert.ok(samePath('C:\\Users\\Ana\\', 'C:/users/ana', 'win32'), 'either separator, a trailing one or not');
+  assert.ok(samePath('/Users/Ana/.pyenv/versions/3.12.4/bin/python3', '/users/ana/.pyenv/versions/3.12.4/bin/Python3', 'darwin'));
+  assert.ok(samePath('/Users/Zoe\u0301', '/users/zo\u00e9', 'darwin'), 'decomposed and composed é are one name on APFS');
+  assert.ok(!samePath('/home/ana/Python', '/home/ana/python', 'linux'));
+  assert.ok(isWithin('c:\\work\\project\\.venv\\Scripts\\python.exe', 'C:\\Work\\Project', 'win32'));
+  assert.ok(isWithin('/users/ana/project/.venv/bin/python', '/Users/Ana/Project/', 'darwin'));
+  assert.ok(isWithin('C:\\', 'C:\\', 'win32'));
+  assert.ok(!isWithin('C:\\Work\\Project2\\python.exe', 'C:\\Work\\Project', 'win32'), 'a sibling whose name starts the same is not inside');
+  assert.ok(!isWithin('/home/ana/project/.venv/bin/python', '/home/ana/Project', 'linux'));
 });

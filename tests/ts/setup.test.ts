@@ -171,6 +171,30 @@ test("a workspace's .venv the Python extension reports is never run; one outside
   }
 });
 
+test("macOS and Windows: a workspace's .venv named in another case is still inside the workspace, and never run", async () => {
+  // APFS and NTFS ignore case: VS Code may name the folder /Users/ana/Project while the Python
+  // extension reports /Users/ana/project/.venv/bin/python, the same file.
+  const workspace = path.join(base, 'project');
+  fs.mkdirSync(path.join(workspace, '.venv', 'bin'), { recursive: true });
+  const planted = path.join(workspace, '.venv', 'bin', 'python');
+  fs.renameSync(fakePython('planted', { version: '3.13' }), planted);
+  const python3 = fakePython('python3', { version: '3.12' });
+  const saved = { getExtension: stub.extensions.getExtension, folders: stub.workspace.workspaceFolders };
+  const pythonExtension = { activate: () => Promise.resolve({ environments: { getActiveEnvironmentPath: () => ({ path: planted }) } }) };
+  (stub.extensions as { getExtension: (id: string) => unknown }).getExtension = (id: string) => (id === 'ms-python.python' ? pythonExtension : undefined);
+  (stub.workspace as { workspaceFolders: unknown }).workspaceFolders = [{ uri: { fsPath: path.join(base, 'PROJECT') }, name: 'project', index: 0 }];
+  try {
+    host.platform = 'darwin';
+    host.macStubs = [];
+    await sidecarPython(context(), log);
+    assert.doesNotMatch(ran(), /\.venv/, "the workspace's interpreter is never run");
+    assert.match(ran(), new RegExp(`${python3} -I -X utf8 -m venv`));
+  } finally {
+    (stub.extensions as { getExtension: unknown }).getExtension = saved.getExtension;
+    (stub.workspace as { workspaceFolders: unknown }).workspaceFolders = saved.folders;
+  }
+});
+
 test('Windows: the py launcher is tried before the names on PATH', async () => {
   host.platform = 'win32';
   const py = fakePython('py', { version: '3.13' });
