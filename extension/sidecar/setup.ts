@@ -109,8 +109,30 @@ export async function bundledRuntime(extensionPath: string): Promise<SidecarComm
   const python = host.platform === 'win32' ? path.join(extensionPath, 'runtime', 'python.exe') : path.join(extensionPath, 'runtime', 'bin', 'python3');
   if (!(await exists(python))) return undefined;
   // A VSIX carries file modes, but an extractor that drops them would leave it unable to run.
-  if (host.platform !== 'win32') await fs.access(python, fs.constants.X_OK).catch(() => fs.chmod(python, 0o755));
+  if (host.platform !== 'win32' && !(await canRun(python))) {
+    await fs.chmod(python, 0o755).catch((error: NodeJS.ErrnoException) => {
+      throw cannotRunBundled(python, `it is not executable, and making it so failed (${error.code ?? error.message}): the extension's folder is read-only`);
+    });
+    // chmod worked, yet a file system mounted noexec runs nothing.
+    if (!(await canRun(python))) throw cannotRunBundled(python, "the extension's folder is on a file system that does not allow running programs (noexec)");
+  }
   return { command: python, args: ISOLATED };
+}
+
+function canRun(file: string): Promise<boolean> {
+  return fs.access(file, fs.constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The bundled runtime cannot run where VS Code installed the extension: what happened, and the two
+ * ways out (an extensions folder that can run programs, or the user's own Python). */
+function cannotRunBundled(python: string, why: string): SetupError {
+  return new SetupError(
+    `The Python this extension carries (${python}) cannot run: ${why}. Install the extension where programs may run (VS Code's --extensions-dir), or set ${settingId('pythonPath')} to a Python 3.10 or newer with Choose Interpreter.`,
+    [CHOOSE_INTERPRETER],
+  );
 }
 
 function chosenPython(): string | undefined {

@@ -554,3 +554,34 @@ test("a platform VSIX's bundled runtime: no search, no venv, no pip; the user's 
     delete stub.settings['vercelAiGateway.baseUrl'];
   }
 });
+
+test('a bundled runtime that cannot be made executable (EPERM): one notification in our words, with the way out', async (t) => {
+  const ctx = context();
+  const python = path.join(ctx.extensionPath, 'runtime', 'bin', 'python3');
+  fs.mkdirSync(path.dirname(python), { recursive: true });
+  fs.writeFileSync(python, '#!/bin/sh\nexit 0\n', { mode: 0o644 }); // the mode an extractor lost
+  // Immutable: the kernel refuses its chmod with EPERM, even to root, as a read-only install or
+  // another user's does.
+  try {
+    execFileSync('/usr/bin/chattr', ['+i', python], { stdio: 'pipe' });
+  } catch (error) {
+    t.skip(`this file system cannot make a file immutable (${String(error)})`);
+    return;
+  }
+  const sidecar = new SidecarConnection(ctx, log, new stub.LogOutputChannel());
+  try {
+    await assert.rejects(sidecar.request('gateway/models', {}), /cannot run: it is not executable/);
+    assert.deepEqual(
+      stub.shownErrors.map((e) => ({ message: e.message, actions: e.actions })),
+      [
+        {
+          message: `The Python this extension carries (${python}) cannot run: it is not executable, and making it so failed (EPERM): the extension's folder is read-only. Install the extension where programs may run (VS Code's --extensions-dir), or set vercelAiGateway.pythonPath to a Python 3.10 or newer with Choose Interpreter.`,
+          actions: ['Choose Interpreter', 'Show Logs'],
+        },
+      ],
+    );
+  } finally {
+    sidecar.dispose();
+    execFileSync('/usr/bin/chattr', ['-i', python]);
+  }
+});
