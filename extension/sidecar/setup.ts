@@ -14,6 +14,7 @@
 // with ISOLATED, so with `-X utf8`.
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { bounded } from '../bounded';
@@ -62,7 +63,42 @@ export const host = {
    * dialog that installs them when they are not. */
   macStubs: ['/usr/bin/python3', '/usr/bin/python'],
   xcodeSelect: '/usr/bin/xcode-select',
+  /** VS Code's own architecture: on Windows on Arm an arm64 VS Code installs the win32-arm64 VSIX. */
+  arch: process.arch,
+  /** "10.0.19045": Windows' build is the third number (Windows 11 from 22000). */
+  release: os.release(),
 };
+
+/** Windows 10 on Arm emulates 32-bit x86 programs only; x64 emulation came with Windows 11 (build
+ * 22000). There an x64 Python cannot run: not the one the win32-arm64 VSIX carries (x64, as
+ * tiktoken publishes no win_arm64 wheel: RFC 0001 "Shipping Python"), nor one the search finds. */
+function runsNoX64(): boolean {
+  return host.platform === 'win32' && host.arch === 'arm64' && Number(host.release.split('.')[2]) < 22000;
+}
+
+/** What works where Windows 10 on Arm runs no x64 program. */
+const WINDOWS_10_ARM_WAYS_OUT = 'Update to Windows 11, or use the extension in WSL (the WSL extension), where it runs its Linux arm64 build.';
+const WINDOWS_10_ARM = `On Windows 10 on Arm no Python can run the sidecar: x64 programs do not run there (x64 emulation needs Windows 11), and tiktoken publishes no package for Arm or 32-bit x86 Windows. ${WINDOWS_10_ARM_WAYS_OUT}`;
+
+/** The machine a Windows program is built for, from its PE header; undefined for anything else or
+ * a file that cannot be read (an App Execution Alias). */
+async function peMachine(file: string): Promise<'x64' | 'arm64' | 'x86' | undefined> {
+  const handle = await fs.open(file, 'r').catch(() => undefined);
+  if (!handle) return undefined;
+  let head: Buffer;
+  try {
+    const { bytesRead, buffer } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
+    head = buffer.subarray(0, bytesRead);
+  } catch {
+    return undefined;
+  } finally {
+    await handle.close();
+  }
+  if (head.length < 64 || head.readUInt16LE(0) !== 0x5a4d) return undefined; // "MZ"
+  const pe = head.readUInt32LE(0x3c);
+  if (pe + 6 > head.length || head.readUInt32LE(pe) !== 0x00004550) return undefined; // "PE\0\0"
+  return ({ 0x8664: 'x64', 0xaa64: 'arm64', 0x14c: 'x86' } as const)[head.readUInt16LE(pe + 4)];
+}
 
 export async function sidecarPython(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<SidecarCommand> {
   const override = process.env.AI_GATEWAY_LM_PYTHON; // a Python that already has the sidecar (development, tests)
@@ -108,6 +144,11 @@ export async function sidecarPython(context: vscode.ExtensionContext, log: vscod
 export async function bundledRuntime(extensionPath: string): Promise<SidecarCommand | undefined> {
   const python = host.platform === 'win32' ? path.join(extensionPath, 'runtime', 'python.exe') : path.join(extensionPath, 'runtime', 'bin', 'python3');
   if (!(await exists(python))) return undefined;
+  if (runsNoX64() && (await peMachine(python)) === 'x64')
+    throw new SetupError(
+      `This build of the extension carries an x64 Python (${python}), which Windows 10 on Arm cannot run: it emulates 32-bit x86 programs only, and x64 emulation needs Windows 11. ${WINDOWS_10_ARM_WAYS_OUT}`,
+      [],
+    );
   // A VSIX carries file modes, but an extractor that drops them would leave it unable to run.
   if (host.platform !== 'win32' && !(await canRun(python))) {
     await fs.chmod(python, 0o755).catch((error: NodeJS.ErrnoException) => {
@@ -174,6 +215,10 @@ async function* usableInterpreters(
     const key = `${pathKey(real, host.platform)} ${candidate.args.join(' ')}`;
     if (seen.has(key)) continue;
     seen.add(key);
+    if (runsNoX64() && (await peMachine(file)) === 'x64') {
+      tooOld.push(`${candidate.label} is an x64 program, which Windows 10 on Arm cannot run (x64 emulation needs Windows 11)`);
+      continue;
+    }
     if (await isMacStub(file, real)) {
       tooOld.push(`${file} was not run (Apple's stub, which would ask to install the Command Line Tools; their Python 3.9 is too old anyway)`);
       continue;
@@ -354,6 +399,8 @@ function noPython(chosen: string | undefined, tooOld: string[]): SetupError {
 function installHint(): string {
   const then = 'then Retry, or use Choose Interpreter to pick its executable.';
   if (host.platform === 'darwin') return `Install Python from python.org or with Homebrew (brew install python), ${then}`;
+  // No Python it runs has the sidecar's packages: x64 does not run, tiktoken has no Arm or x86 wheel.
+  if (runsNoX64()) return WINDOWS_10_ARM;
   if (host.platform === 'win32') return `Install Python from python.org or the Microsoft Store, ${then}`;
   return `Install Python 3.10 or newer with your package manager (for example python3.12), ${then}`;
 }
@@ -423,8 +470,15 @@ export function pipFailure(base: Interpreter | { version: string; platform: stri
         [RETRY],
       );
     }
+    // Windows on Arm: tiktoken publishes no win_arm64 wheel, but Windows 11 runs an x64 Python.
+    const arm =
+      base.platform === 'win-arm64'
+        ? runsNoX64()
+          ? ` ${WINDOWS_10_ARM}`
+          : " On Windows 11 on Arm an x64 Python runs under Windows' emulation: choose one."
+        : '';
     return new SetupError(
-      `No prebuilt package of ${requirement} exists for this platform (${base.platform}, Python ${base.version}), and the extension installs prebuilt packages only. Choose a Python for which one exists (CPython 3.10–3.14 on 64-bit Linux, macOS or Windows x64).`,
+      `No prebuilt package of ${requirement} exists for this platform (${base.platform}, Python ${base.version}), and the extension installs prebuilt packages only. Choose a Python for which one exists (CPython 3.10–3.14 on 64-bit Linux, macOS or Windows x64).${arm}`,
       [CHOOSE_INTERPRETER],
       true,
     );

@@ -240,6 +240,52 @@ test('Windows: Microsoft Store Pythons are found by their aliases in WindowsApps
   }
 });
 
+/** The first bytes of a Windows program built for `machine` (0x8664 x64, 0xaa64 arm64). */
+function peProgram(machine: number): Buffer {
+  const bytes = Buffer.alloc(512);
+  bytes.write('MZ', 0);
+  bytes.writeUInt32LE(0x80, 0x3c);
+  bytes.writeUInt32LE(0x00004550, 0x80);
+  bytes.writeUInt16LE(machine, 0x84);
+  return bytes;
+}
+
+test('Windows 10 on Arm: no x64 Python is run, bundled or found; the message says what works there', async () => {
+  Object.assign(host, { platform: 'win32', arch: 'arm64', release: '10.0.19045' });
+  const ctx = context();
+  const bundled = path.join(ctx.extensionPath, 'runtime', 'python.exe');
+  fs.mkdirSync(path.dirname(bundled), { recursive: true });
+  fs.writeFileSync(bundled, peProgram(0x8664)); // the win32-arm64 VSIX's runtime is x64
+  const error = await setupError(sidecarPython(ctx, log));
+  assert.equal(
+    error.message,
+    `This build of the extension carries an x64 Python (${bundled}), which Windows 10 on Arm cannot run: it emulates 32-bit x86 programs only, and x64 emulation needs Windows 11. Update to Windows 11, or use the extension in WSL (the WSL extension), where it runs its Linux arm64 build.`,
+  );
+  assert.deepEqual(buttons(error), [], 'no interpreter would help');
+  // Windows 11 on Arm runs it under its x64 emulation.
+  host.release = '10.0.22631';
+  assert.deepEqual(await sidecarPython(ctx, log), { command: bundled, args: ['-I', '-X', 'utf8'] });
+
+  // The untargeted VSIX on Windows 10 on Arm: an x64 python.exe on PATH is named, not run.
+  fs.rmSync(path.dirname(bundled), { recursive: true });
+  host.release = '10.0.19045';
+  fs.writeFileSync(path.join(base, 'bin', 'python.exe'), peProgram(0x8664), { mode: 0o755 });
+  const found = await setupError(sidecarPython(ctx, log));
+  assert.equal(
+    found.message,
+    'The Vercel AI Gateway extension needs Python 3.10 or newer. Found only: python is an x64 program, which Windows 10 on Arm cannot run (x64 emulation needs Windows 11). On Windows 10 on Arm no Python can run the sidecar: x64 programs do not run there (x64 emulation needs Windows 11), and tiktoken publishes no package for Arm or 32-bit x86 Windows. Update to Windows 11, or use the extension in WSL (the WSL extension), where it runs its Linux arm64 build.',
+  );
+  assert.equal(ran(), '', 'nothing ran');
+  // An arm64 Python runs, but finds no tiktoken wheel: the message says what works there too.
+  fs.rmSync(path.join(base, 'bin', 'python.exe'));
+  fakePython('python3', { version: '3.13', platform: 'win-arm64', pip: pipPrints('no-wheel.txt') });
+  const arm = await setupError(sidecarPython(ctx, log));
+  assert.match(arm.message, /\(win-arm64, Python 3\.13\).* On Windows 10 on Arm no Python can run the sidecar: .* use the extension in WSL/);
+  host.release = '10.0.22631';
+  const arm11 = await setupError(sidecarPython(ctx, log));
+  assert.match(arm11.message, /On Windows 11 on Arm an x64 Python runs under Windows' emulation: choose one\.$/);
+});
+
 test("a Mac without the Command Line Tools: Apple's /usr/bin/python3 stub is never run", async () => {
   const stubPython = fakePython('python3', { version: '3.9' });
   host.platform = 'darwin';
