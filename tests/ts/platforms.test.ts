@@ -1,8 +1,11 @@
 // What holds on Windows and macOS, checked here on Linux (issue 41): every child process the
 // extension starts hides its console window on Windows (taskkill, a console program, flashed one at
-// every kill); paths compare as each platform's file system does.
+// every kill); paths compare as each platform's file system does; a Windows checkout keeps the
+// byte-exact files as committed.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import ts from 'typescript';
@@ -92,4 +95,48 @@ test('paths compare case-insensitively on Windows and macOS, normalized, and cas
   assert.ok(isWithin('C:\\', 'C:\\', 'win32'));
   assert.ok(!isWithin('C:\\Work\\Project2\\python.exe', 'C:\\Work\\Project', 'win32'), 'a sibling whose name starts the same is not inside');
   assert.ok(!isWithin('/home/ana/project/.venv/bin/python', '/home/ana/Project', 'linux'));
+});
+
+const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20, timeout: 30_000 });
+
+/** The committed files that must reach every checkout as committed: the fixtures (recorded streams
+ * replayed byte for byte, one CRLF on purpose), the shell scripts, .ci/run and the scripts. */
+function byteExact(): string[] {
+  return git('ls-files', '-z', '--', 'tests/fixtures', '.ci/run', 'scripts', '*.sh').split('\0').filter(Boolean);
+}
+
+test('.gitattributes: every fixture, script and .ci/run is eol=lf or -text, whatever core.autocrlf says', { timeout: 60_000 }, () => {
+  const files = byteExact();
+  assert.ok(files.filter((f) => f.startsWith('tests/fixtures/')).length >= 40, `${files.length} files`);
+  // `git check-attr` prints "<file>: <attr>: <value>" per file and attribute.
+  const attrs = new Map<string, Record<string, string>>();
+  for (const line of git('check-attr', 'text', 'eol', '--', ...files)
+    .split('\n')
+    .filter(Boolean)) {
+    const m = /^(.*): (text|eol): (.*)$/.exec(line)!;
+    attrs.set(m[1], { ...attrs.get(m[1]), [m[2]]: m[3] });
+  }
+  const uncovered = files.filter((f) => !(attrs.get(f)?.text === 'unset' || attrs.get(f)?.eol === 'lf'));
+  assert.deepEqual(uncovered, [], 'a Windows checkout (core.autocrlf=true) would rewrite these to CRLF');
+  for (const f of files.filter((f) => f.startsWith('tests/fixtures/'))) assert.equal(attrs.get(f)?.text, 'unset', `${f}: byte for byte`);
+
+  // What a Windows checkout writes: git archive converts as a checkout does, with core.autocrlf=true
+  // and this working tree's .gitattributes. Every committed file arrives byte for byte.
+  const committed = new Set(git('ls-tree', '-r', '--name-only', '-z', 'HEAD').split('\0'));
+  const exact = files.filter((f) => committed.has(f));
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'agl-checkout-'));
+  try {
+    const archive = execFileSync('git', ['-c', 'core.autocrlf=true', 'archive', '--worktree-attributes', 'HEAD', '--', ...exact], {
+      cwd: ROOT,
+      maxBuffer: 256 << 20,
+      timeout: 30_000,
+    });
+    execFileSync('tar', ['-x', '-C', out], { input: archive, timeout: 30_000 });
+    const changed = exact.filter(
+      (f) => !fs.readFileSync(path.join(out, f)).equals(execFileSync('git', ['cat-file', 'blob', `HEAD:${f}`], { cwd: ROOT, maxBuffer: 64 << 20 })),
+    );
+    assert.deepEqual(changed, [], 'rewritten by a checkout with core.autocrlf=true');
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
 });
