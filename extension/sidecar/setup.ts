@@ -152,7 +152,10 @@ export async function bundledRuntime(extensionPath: string): Promise<SidecarComm
   // A VSIX carries file modes, but an extractor that drops them would leave it unable to run.
   if (host.platform !== 'win32' && !(await canRun(python))) {
     await fs.chmod(python, 0o755).catch((error: NodeJS.ErrnoException) => {
-      throw cannotRunBundled(python, `it is not executable, and making it so failed (${error.code ?? error.message}): the extension's folder is read-only`);
+      throw cannotRunBundled(
+        python,
+        `it is not executable, and making it so failed (${error.code ?? error.message}): the extension's folder is read-only or another user's`,
+      );
     });
     // chmod worked, yet a file system mounted noexec runs nothing.
     if (!(await canRun(python))) throw cannotRunBundled(python, "the extension's folder is on a file system that does not allow running programs (noexec)");

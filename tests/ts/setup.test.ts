@@ -621,7 +621,7 @@ test('a bundled runtime that cannot be made executable (EPERM): one notification
       stub.shownErrors.map((e) => ({ message: e.message, actions: e.actions })),
       [
         {
-          message: `The Python this extension carries (${python}) cannot run: it is not executable, and making it so failed (EPERM): the extension's folder is read-only. Install the extension where programs may run (VS Code's --extensions-dir), or set vercelAiGateway.pythonPath to a Python 3.10 or newer with Choose Interpreter.`,
+          message: `The Python this extension carries (${python}) cannot run: it is not executable, and making it so failed (EPERM): the extension's folder is read-only or another user's. Install the extension where programs may run (VS Code's --extensions-dir), or set vercelAiGateway.pythonPath to a Python 3.10 or newer with Choose Interpreter.`,
           actions: ['Choose Interpreter', 'Show Logs'],
         },
       ],
