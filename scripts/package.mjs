@@ -126,6 +126,8 @@ function layoutOf(runtime) {
     executable: windows ? path.join(runtime, 'python.exe') : path.join(runtime, 'bin', 'python3'),
     stdlib: windows ? path.join(runtime, 'Lib') : path.join(runtime, 'lib', `python${minor}`),
     site: windows ? path.join(runtime, 'Lib', 'site-packages') : path.join(runtime, 'lib', `python${minor}`, 'site-packages'),
+    // CPython's licence: beside python.exe on Windows (CPython's PC/layout), in the stdlib elsewhere.
+    licence: windows ? path.join(runtime, 'LICENSE.txt') : path.join(runtime, 'lib', `python${minor}`, 'LICENSE.txt'),
   };
 }
 
@@ -298,7 +300,7 @@ function writeNotices(runtime, layout, source) {
     [
       `# The Python runtime of this VSIX (${target})`,
       '',
-      `CPython ${PLATFORMS.python}: ${origin}. Its licence: ${path.relative(runtime, path.join(layout.stdlib, 'LICENSE.txt')).replaceAll('\\', '/')}.`,
+      `CPython ${PLATFORMS.python}: ${origin}. Its licence: ${path.relative(runtime, layout.licence).replaceAll('\\', '/')}.`,
       '',
       'Packages installed for this platform from requirements.lock (binary wheels, hashes checked); each one’s licence files are in its .dist-info folder:',
       '',

@@ -2,9 +2,7 @@
 // start bounded; restarted by its session when it crashes, and afresh by the next request once the
 // session gives up (extension/sidecar/session.ts); told about settings changes.
 import * as vscode from 'vscode';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { networkSetting, setting } from '../config';
+import { expandHome, networkSetting, setting } from '../config';
 import { SECRET_WORDS, SETTING_IDS, type Calibration, type Settings } from '../contract';
 import { GatewayChatError, RESTART_SERVER, SHOW_LOGS, showError, showOnce } from '../errors';
 import { notify } from '../notify';
@@ -18,10 +16,10 @@ import type { UsageRecord } from '../contract';
  * names; server/gateway_lm/settings.py). They travel over the sidecar's stdin, never its command line:
  * the proxy authorization is a secret (sidecarSecrets). VS Code does not check their types; the sidecar
  * does, so they go as VS Code holds them. */
-export function sidecarSettings(stateDir: string): Settings {
+export function sidecarSettings(stateDir: string, platform: NodeJS.Platform = process.platform): Settings {
   const values: Record<string, unknown> = {};
   for (const [field, id] of Object.entries(SETTING_IDS)) values[field] = configured(id);
-  return { ...values, stateDir, caBundle: expandHome(values.caBundle), attributionTags: attributionTags() };
+  return { ...values, stateDir, caBundle: pathOrNull(values.caBundle, platform), attributionTags: attributionTags() };
 }
 
 /** A setting's value by its full id (`vercelAiGateway.spend.maxDailyCost`, `http.proxy`). */
@@ -39,11 +37,11 @@ function attributionTags(): string[] | undefined {
   return [...tags, `workspace:${name.slice(0, 100)}`];
 }
 
-/** `~/…` as the shell would read it; anything else as written (the sidecar reports a bad path). Null
- * when unset: a key left out would keep the sidecar's previous value. */
-function expandHome(file: unknown): string | null {
+/** `~/…` (and `~\…` on Windows) as the shell would read it; anything else as written (the sidecar
+ * reports a bad path). Null when unset: a key left out would keep the sidecar's previous value. */
+function pathOrNull(file: unknown, platform: NodeJS.Platform): string | null {
   if (typeof file !== 'string' || !file) return null;
-  return file === '~' || file.startsWith('~/') ? path.join(os.homedir(), file.slice(1)) : file;
+  return expandHome(file, platform);
 }
 
 /** What the settings hold that no log may show: the proxy's authorization and password, and the

@@ -339,8 +339,9 @@ function detail(error: unknown): string {
 
 function kill(child: ChildProcess): void {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  // On Windows a venv's python.exe is a launcher with the real interpreter as its child.
-  if (process.platform === 'win32') execFile('taskkill', ['/T', '/F', '/PID', String(child.pid)], () => undefined);
+  // On Windows a venv's python.exe is a launcher with the real interpreter as its child. taskkill is
+  // a console program: without windowsHide each kill flashes a console window.
+  if (process.platform === 'win32') execFile('taskkill', ['/T', '/F', '/PID', String(child.pid)], { windowsHide: true }, () => undefined);
   else child.kill('SIGKILL');
 }
 

@@ -10,13 +10,15 @@
 // merely opened is not trusted to name it. So the Python extension's interpreter is taken only when
 // it lies outside every workspace folder (the Python extension selects a workspace's `.venv` by
 // itself), in a trusted workspace; and the probe runs with `-I`, so that nothing in the current
-// folder (a `sysconfig.py`) or the environment is imported by it.
+// folder (a `sysconfig.py`) or the environment is imported by it. Every interpreter run here runs
+// with ISOLATED, so with `-X utf8`.
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { bounded } from '../bounded';
-import { networkSetting, SECTION, setting, settingId } from '../config';
+import { expandHome, networkSetting, SECTION, setting, settingId } from '../config';
 import { Button, CHOOSE_INTERPRETER, RETRY, showError } from '../errors';
 import { plain } from '../notify';
 import { readBounded, writeFileAtomic } from '../storage';
@@ -29,7 +31,9 @@ export interface SidecarCommand {
 
 /** Cuts the sidecar's Python off from the user's Python settings: PYTHONPATH, PYTHONHOME, the user
  * site-packages and the current folder cannot put other packages before the locked ones. `-X utf8`
- * because `-I` also drops the PYTHONUTF8 the session sets. */
+ * because `-I` also drops the PYTHONUTF8 the session sets: without it a pipe's encoding on Windows
+ * is the ANSI code page, and a path it cannot encode (a user folder in Cyrillic on a Western code
+ * page) makes a good Python fail as it prints, the probe included. */
 export const ISOLATED = ['-I', '-X', 'utf8'];
 
 /** A first-start failure, told with what the user can do about it. */
@@ -59,7 +63,42 @@ export const host = {
    * dialog that installs them when they are not. */
   macStubs: ['/usr/bin/python3', '/usr/bin/python'],
   xcodeSelect: '/usr/bin/xcode-select',
+  /** VS Code's own architecture: on Windows on Arm an arm64 VS Code installs the win32-arm64 VSIX. */
+  arch: process.arch,
+  /** "10.0.19045": Windows' build is the third number (Windows 11 from 22000). */
+  release: os.release(),
 };
+
+/** Windows 10 on Arm emulates 32-bit x86 programs only; x64 emulation came with Windows 11 (build
+ * 22000). There an x64 Python cannot run: not the one the win32-arm64 VSIX carries (x64, as
+ * tiktoken publishes no win_arm64 wheel: RFC 0001 "Shipping Python"), nor one the search finds. */
+function runsNoX64(): boolean {
+  return host.platform === 'win32' && host.arch === 'arm64' && Number(host.release.split('.')[2]) < 22000;
+}
+
+/** What works where Windows 10 on Arm runs no x64 program. */
+const WINDOWS_10_ARM_WAYS_OUT = 'Update to Windows 11, or use the extension in WSL (the WSL extension), where it runs its Linux arm64 build.';
+const WINDOWS_10_ARM = `On Windows 10 on Arm no Python can run the sidecar: x64 programs do not run there (x64 emulation needs Windows 11), and tiktoken publishes no package for Arm or 32-bit x86 Windows. ${WINDOWS_10_ARM_WAYS_OUT}`;
+
+/** The machine a Windows program is built for, from its PE header; undefined for anything else or
+ * a file that cannot be read (an App Execution Alias). */
+async function peMachine(file: string): Promise<'x64' | 'arm64' | 'x86' | undefined> {
+  const handle = await fs.open(file, 'r').catch(() => undefined);
+  if (!handle) return undefined;
+  let head: Buffer;
+  try {
+    const { bytesRead, buffer } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
+    head = buffer.subarray(0, bytesRead);
+  } catch {
+    return undefined;
+  } finally {
+    await handle.close();
+  }
+  if (head.length < 64 || head.readUInt16LE(0) !== 0x5a4d) return undefined; // "MZ"
+  const pe = head.readUInt32LE(0x3c);
+  if (pe + 6 > head.length || head.readUInt32LE(pe) !== 0x00004550) return undefined; // "PE\0\0"
+  return ({ 0x8664: 'x64', 0xaa64: 'arm64', 0x14c: 'x86' } as const)[head.readUInt16LE(pe + 4)];
+}
 
 export async function sidecarPython(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<SidecarCommand> {
   const override = process.env.AI_GATEWAY_LM_PYTHON; // a Python that already has the sidecar (development, tests)
@@ -105,14 +144,44 @@ export async function sidecarPython(context: vscode.ExtensionContext, log: vscod
 export async function bundledRuntime(extensionPath: string): Promise<SidecarCommand | undefined> {
   const python = host.platform === 'win32' ? path.join(extensionPath, 'runtime', 'python.exe') : path.join(extensionPath, 'runtime', 'bin', 'python3');
   if (!(await exists(python))) return undefined;
+  if (runsNoX64() && (await peMachine(python)) === 'x64')
+    throw new SetupError(
+      `This build of the extension carries an x64 Python (${python}), which Windows 10 on Arm cannot run: it emulates 32-bit x86 programs only, and x64 emulation needs Windows 11. ${WINDOWS_10_ARM_WAYS_OUT}`,
+      [],
+    );
   // A VSIX carries file modes, but an extractor that drops them would leave it unable to run.
-  if (host.platform !== 'win32') await fs.access(python, fs.constants.X_OK).catch(() => fs.chmod(python, 0o755));
+  if (host.platform !== 'win32' && !(await canRun(python))) {
+    await fs.chmod(python, 0o755).catch((error: NodeJS.ErrnoException) => {
+      throw cannotRunBundled(
+        python,
+        `it is not executable, and making it so failed (${error.code ?? error.message}): the extension's folder is read-only or another user's`,
+      );
+    });
+    // chmod worked, yet a file system mounted noexec runs nothing.
+    if (!(await canRun(python))) throw cannotRunBundled(python, "the extension's folder is on a file system that does not allow running programs (noexec)");
+  }
   return { command: python, args: ISOLATED };
+}
+
+function canRun(file: string): Promise<boolean> {
+  return fs.access(file, fs.constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The bundled runtime cannot run where VS Code installed the extension: what happened, and the two
+ * ways out (an extensions folder that can run programs, or the user's own Python). */
+function cannotRunBundled(python: string, why: string): SetupError {
+  return new SetupError(
+    `The Python this extension carries (${python}) cannot run: ${why}. Install the extension where programs may run (VS Code's --extensions-dir), or set ${settingId('pythonPath')} to a Python 3.10 or newer with Choose Interpreter.`,
+    [CHOOSE_INTERPRETER],
+  );
 }
 
 function chosenPython(): string | undefined {
   const value = setting<unknown>('pythonPath');
-  return typeof value === 'string' && value.trim() ? value.trim() : undefined;
+  return typeof value === 'string' && value.trim() ? expandHome(value.trim(), host.platform) : undefined;
 }
 
 interface Candidate {
@@ -146,9 +215,13 @@ async function* usableInterpreters(
       continue;
     }
     const real = await fs.realpath(file).catch(() => file);
-    const key = `${real} ${candidate.args.join(' ')}`;
+    const key = `${pathKey(real, host.platform)} ${candidate.args.join(' ')}`;
     if (seen.has(key)) continue;
     seen.add(key);
+    if (runsNoX64() && (await peMachine(file)) === 'x64') {
+      tooOld.push(`${candidate.label} is an x64 program, which Windows 10 on Arm cannot run (x64 emulation needs Windows 11)`);
+      continue;
+    }
     if (await isMacStub(file, real)) {
       tooOld.push(`${file} was not run (Apple's stub, which would ask to install the Command Line Tools; their Python 3.9 is too old anyway)`);
       continue;
@@ -168,8 +241,25 @@ async function candidates(): Promise<Candidate[]> {
   if (fromExtension) list.push({ command: fromExtension, args: [], label: `${fromExtension} (the Python extension's)` });
   if (host.platform === 'win32') list.push({ command: 'py', args: ['-3'], label: 'py -3' });
   for (let minor = NEWEST_MINOR; minor >= MIN_PYTHON[1]; minor--) list.push({ command: `python3.${minor}`, args: [], label: `python3.${minor}` });
+  if (host.platform === 'win32') list.push(...(await storePythons()));
   list.push({ command: 'python3', args: [], label: 'python3' }, { command: 'python', args: [], label: 'python' });
   return list;
+}
+
+/** Microsoft Store Pythons, newest first: each installed one leaves an App Execution Alias
+ * `python3.X.exe` in %LOCALAPPDATA%\Microsoft\WindowsApps, which may not be on PATH. Found by
+ * listing that folder, as the Python extension's locator does; its `python.exe` and `python3.exe`
+ * are left to the names on PATH (without a Store Python they are the Store's installer). */
+async function storePythons(): Promise<Candidate[]> {
+  const local = process.env.LOCALAPPDATA;
+  if (!local) return [];
+  const dir = path.join(local, 'Microsoft', 'WindowsApps');
+  const found: [number, string][] = [];
+  for (const name of await fs.readdir(dir).catch(() => [] as string[])) {
+    const minor = Number(/^python3\.(\d{1,2})\.exe$/i.exec(name)?.[1]);
+    if (minor >= MIN_PYTHON[1]) found.push([minor, name]);
+  }
+  return found.sort((a, b) => b[0] - a[0]).map(([, name]) => ({ command: path.join(dir, name), args: [], label: `${name} (Microsoft Store)` }));
 }
 
 // One line any Python since 2.7 can print: version, implementation, platform, free-threading, executable.
@@ -182,8 +272,10 @@ const PROBE =
 async function probe(candidate: Candidate, log: vscode.LogOutputChannel): Promise<Interpreter | string> {
   let stdout: string;
   try {
-    ({ stdout } = await run(candidate.command, [...candidate.args, '-I', '-c', PROBE], log, { timeoutMs: 30_000 }));
+    ({ stdout } = await run(candidate.command, [...candidate.args, ...ISOLATED, '-c', PROBE], log, { timeoutMs: 30_000 }));
   } catch (error) {
+    // Python 2 and 3.0–3.3 know no -I (3.4); it says so and exits.
+    if (/Unknown option: -I/.test((error as RunError).output)) return 'is older than 3.4';
     return `does not run (${(error as RunError).summary})`;
   }
   const line = stdout.trim().split('\n').pop() ?? '';
@@ -198,7 +290,7 @@ async function probe(candidate: Candidate, log: vscode.LogOutputChannel): Promis
 }
 
 async function isMacStub(file: string, real: string): Promise<boolean> {
-  if (host.platform !== 'darwin' || !(host.macStubs.includes(file) || host.macStubs.includes(real))) return false;
+  if (host.platform !== 'darwin' || !host.macStubs.some((stub) => samePath(stub, file, 'darwin') || samePath(stub, real, 'darwin'))) return false;
   // `xcode-select -p` only prints where the tools are; it never opens the dialog.
   return run(host.xcodeSelect, ['-p'], undefined, { timeoutMs: 10_000 }).then(
     () => false,
@@ -228,10 +320,32 @@ async function outsideWorkspace(file: string): Promise<boolean> {
   const resolve = (p: string) => fs.realpath(p).catch(() => path.resolve(p));
   const files = [path.resolve(file), await resolve(file)];
   for (const folder of [...folders, ...(await Promise.all(folders.map(resolve)))]) {
-    const root = path.resolve(folder);
-    if (files.some((f) => f === root || f.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) return false;
+    if (files.some((f) => isWithin(f, folder, host.platform))) return false;
   }
   return true;
+}
+
+/** A path as the platform's default file system compares it: case-insensitive on Windows (NTFS)
+ * and macOS (APFS, HFS+, which also ignore Unicode normalization), normalized, with no trailing
+ * separator; case-sensitive elsewhere. Exported for tests. */
+export function pathKey(file: string, platform: NodeJS.Platform): string {
+  const p = platform === 'win32' ? path.win32 : path.posix;
+  let key = p.resolve(file);
+  if (key.length > p.parse(key).root.length && key.endsWith(p.sep)) key = key.slice(0, -1);
+  if (platform === 'darwin') key = key.normalize('NFC');
+  return platform === 'win32' || platform === 'darwin' ? key.toLowerCase() : key;
+}
+
+/** The same file or folder, as the platform compares paths. Exported for tests. */
+export function samePath(a: string, b: string, platform: NodeJS.Platform): boolean {
+  return pathKey(a, platform) === pathKey(b, platform);
+}
+
+/** `file` is `folder` or lies under it, as the platform compares paths. Exported for tests. */
+export function isWithin(file: string, folder: string, platform: NodeJS.Platform): boolean {
+  const [f, root] = [pathKey(file, platform), pathKey(folder, platform)];
+  const sep = platform === 'win32' ? '\\' : '/';
+  return f === root || f.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
 async function build(
@@ -244,7 +358,7 @@ async function build(
 ): Promise<void> {
   report(`creating an environment with ${base.label} (Python ${base.version})…`);
   await fs.rm(envDir, { recursive: true, force: true });
-  await run(base.command, [...base.args, '-I', '-m', 'venv', envDir], log, { timeoutMs: 300_000 }).catch((error: unknown) => {
+  await run(base.command, [...base.args, ...ISOLATED, '-m', 'venv', envDir], log, { timeoutMs: 300_000 }).catch((error: unknown) => {
     throw venvFailure(base, error as RunError);
   });
   report('installing packages…');
@@ -288,6 +402,8 @@ function noPython(chosen: string | undefined, tooOld: string[]): SetupError {
 function installHint(): string {
   const then = 'then Retry, or use Choose Interpreter to pick its executable.';
   if (host.platform === 'darwin') return `Install Python from python.org or with Homebrew (brew install python), ${then}`;
+  // No Python it runs has the sidecar's packages: x64 does not run, tiktoken has no Arm or x86 wheel.
+  if (runsNoX64()) return WINDOWS_10_ARM;
   if (host.platform === 'win32') return `Install Python from python.org or the Microsoft Store, ${then}`;
   return `Install Python 3.10 or newer with your package manager (for example python3.12), ${then}`;
 }
@@ -357,8 +473,15 @@ export function pipFailure(base: Interpreter | { version: string; platform: stri
         [RETRY],
       );
     }
+    // Windows on Arm: tiktoken publishes no win_arm64 wheel, but Windows 11 runs an x64 Python.
+    const arm =
+      base.platform === 'win-arm64'
+        ? runsNoX64()
+          ? ` ${WINDOWS_10_ARM}`
+          : " On Windows 11 on Arm an x64 Python runs under Windows' emulation: choose one."
+        : '';
     return new SetupError(
-      `No prebuilt package of ${requirement} exists for this platform (${base.platform}, Python ${base.version}), and the extension installs prebuilt packages only. Choose a Python for which one exists (CPython 3.10–3.14 on 64-bit Linux, macOS or Windows x64).`,
+      `No prebuilt package of ${requirement} exists for this platform (${base.platform}, Python ${base.version}), and the extension installs prebuilt packages only. Choose a Python for which one exists (CPython 3.10–3.14 on 64-bit Linux, macOS or Windows x64).${arm}`,
       [CHOOSE_INTERPRETER],
       true,
     );
@@ -418,7 +541,7 @@ async function reusable(envDir: string, python: string, version: string, chosen:
   );
   const ready = parseReady(text);
   if (!ready || ready.version !== version) return false;
-  if (ready.chosen !== (chosen ?? null)) {
+  if (ready.chosen === null ? chosen !== undefined : chosen === undefined || !samePath(ready.chosen, chosen, host.platform)) {
     log.info(`setup: ${settingId('pythonPath')} changed; the sidecar's environment is made again.`);
     return false;
   }
@@ -427,7 +550,7 @@ async function reusable(envDir: string, python: string, version: string, chosen:
     log.warn(`setup: the sidecar's environment no longer runs (${ready.base} is gone); it is made again.`);
     return false;
   }
-  if (real === ready.python) return true;
+  if (samePath(real, ready.python, host.platform)) return true;
   // The link leads elsewhere now (an upgrade): still the same minor version? One run tells.
   const now = await run(python, [...ISOLATED, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], log, { timeoutMs: 30_000 }).catch(() => undefined);
   if (now?.stdout.trim() === ready.minor) {
@@ -493,7 +616,15 @@ async function which(command: string): Promise<string | undefined> {
 async function isFile(file: string): Promise<boolean> {
   return fs.stat(file).then(
     (stat) => stat.isFile(),
-    () => false,
+    // An App Execution Alias (a Microsoft Store Python) is a 0-byte reparse point that runs, but
+    // which Node's stat cannot follow (EACCES, nodejs/node#36790); lstat reads it (libuv 1.38+
+    // reports it as a link). Something there that is not a folder is worth a probe.
+    () =>
+      host.platform === 'win32' &&
+      fs.lstat(file).then(
+        (stat) => !stat.isDirectory(),
+        () => false,
+      ),
   );
 }
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { COMMANDS, GROUP_NAME, SECTION, Setting, SETTINGS, settingId, VENDOR, WORKSPACE_COSTLY } from '../../extension/config';
+import { COMMANDS, expandHome, GROUP_NAME, SECTION, Setting, SETTINGS, settingId, VENDOR, WORKSPACE_COSTLY } from '../../extension/config';
 
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as {
   contributes: {
@@ -91,4 +91,15 @@ test('every setting names its scope; none a workspace could turn against the use
     }
   }
   assert.equal(properties[settingId('pythonPath')]?.scope, 'machine', 'a path on the machine the sidecar runs on');
+});
+
+test('a path setting starting with ~ is under the home folder: ~/ everywhere, ~\\ on Windows only', () => {
+  const windows = 'C:\\Users\\Дмитрий';
+  assert.equal(expandHome('~\\Python312\\python.exe', 'win32', windows), 'C:\\Users\\Дмитрий\\Python312\\python.exe');
+  assert.equal(expandHome('~/Python312/python.exe', 'win32', windows), 'C:\\Users\\Дмитрий\\Python312\\python.exe');
+  assert.equal(expandHome('~', 'win32', windows), windows);
+  assert.equal(expandHome('~/.pyenv/shims/python3', 'darwin', '/Users/ana'), '/Users/ana/.pyenv/shims/python3');
+  assert.equal(expandHome('~\\certs.pem', 'linux', '/home/ana'), '~\\certs.pem', 'elsewhere a backslash is part of a name');
+  for (const asWritten of ['~ana/python3', 'C:\\Python312\\python.exe', '/usr/bin/python3', 'python3', 'a/~/b'])
+    assert.equal(expandHome(asWritten, 'win32', windows), asWritten);
 });

