@@ -15,7 +15,7 @@ const SPEND_LIMIT: ErrorKind = 'spend_limit';
 type Json = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-// A record's bounds are the sidecar's (server/gateway_lm/usage.py, through the contract): a record the
+// A record's bounds are the sidecar's (server/gateway_lm/stream/usage.py, through the contract): a record the
 // history keeps is one the status bar, the dashboard and the CSV take, and no other.
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= MAX_TOKEN_COUNT;
 const isAmount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway_lm.fit import CLEARED
-from gateway_lm.tokenizer import count_request
+from gateway_lm.request.fit import CLEARED
+from gateway_lm.tokens.tokenizer import count_request
 
 if TYPE_CHECKING:
     from fake_gateway import Handler

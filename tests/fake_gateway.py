@@ -656,7 +656,7 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario.startswith("calibrate:"):
         # A provider whose tokenizer counts `ratio` times what ours does.
-        from gateway_lm.tokenizer import count_request
+        from gateway_lm.tokens.tokenizer import count_request
 
         reported = round(float(scenario.partition(":")[2]) * count_request(body, str(body.get("model"))))
         usage = {**USAGE, "input_tokens": reported, "total_tokens": reported + 7}
@@ -763,7 +763,7 @@ def serve_tokenizer(h: Handler, scenario: str, body: dict[str, Any], entry: dict
     o200k and which enforces a LIMIT on the input as it counts it (fake/tokenizer's window minus its
     max output, 51,808, as a provider that keeps room for the answer): over it, an overflow error as
     Anthropic words it; within it, SCENARIO (text) with the input tokens it counted."""
-    from gateway_lm.tokenizer import count_request
+    from gateway_lm.tokens.tokenizer import count_request
 
     _, _, rest = scenario.partition(":")
     factor_text, _, rest = rest.partition(":")

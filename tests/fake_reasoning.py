@@ -137,7 +137,7 @@ THINKING_MISSING = (
     "avoid this requirement, disable `thinking`."
 )
 SIGNATURE_INVALID = "messages.{index}.content.0: Invalid `signature` in `thinking` block"
-# How a tool result reads when a client sends it as text (gateway_lm.translate: as_transcript, orphan_result):
+# How a tool result reads when a client sends it as text (gateway_lm.request.translate: as_transcript, orphan_result):
 # not a new user turn.
 TRANSCRIPT_PREFIXES = ("[the tool ", "[Result of tool call ")
 

@@ -18,13 +18,13 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from fake_gateway import FakeServer
-from gateway_lm.accounting import MAX_FACTOR, Accounting, limit_from_message
 from gateway_lm.messages import ChatRequest
+from gateway_lm.request.translate import build_request
 from gateway_lm.rpc.pipes import MODES, Mode
 from gateway_lm.settings import Settings
-from gateway_lm.statefile import REPLACE_ATTEMPTS
+from gateway_lm.tokens.accounting import MAX_FACTOR, Accounting, limit_from_message
+from gateway_lm.tokens.statefile import REPLACE_ATTEMPTS
 from gateway_lm.toolnames import ToolNameMap
-from gateway_lm.translate import build_request
 from raw_sidecar import RawSidecar
 from sidecar_client import Sidecar
 

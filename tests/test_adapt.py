@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from gateway_lm.adapt import StreamAdapter, adapt_stream
-from gateway_lm.arguments import INVALID_KEY
-from gateway_lm.errors import GatewayError
+from gateway_lm.gateway.errors import GatewayError
 from gateway_lm.messages import PartOut
+from gateway_lm.stream.adapt import StreamAdapter, adapt_stream
+from gateway_lm.stream.arguments import INVALID_KEY
 from gateway_lm.toolnames import ToolNameMap
 
 COMPLETED = {

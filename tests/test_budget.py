@@ -11,9 +11,9 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from fake_gateway import FakeServer
-from gateway_lm.budget import WINDOW_STEP, BudgetFactors
-from gateway_lm.catalogue import model_from_gateway
-from gateway_lm.picker import ModelEntry, picker_entry
+from gateway_lm.offer.budget import WINDOW_STEP, BudgetFactors
+from gateway_lm.offer.catalogue import model_from_gateway
+from gateway_lm.offer.picker import ModelEntry, picker_entry
 from sidecar_client import Sidecar
 
 RESERVATION = 16_384  # the outputReservation default

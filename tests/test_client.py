@@ -12,10 +12,10 @@ import pytest
 
 from conftest import text_of
 from fake_gateway import FakeServer
-from gateway_lm.catalogue import catalogue
-from gateway_lm.client import MAX_REPORTED_RETRY_AFTER, GatewayClient, parse_retry_after
-from gateway_lm.errors import GatewayError, error_from_response, error_from_stream
+from gateway_lm.gateway.client import MAX_REPORTED_RETRY_AFTER, GatewayClient, parse_retry_after
+from gateway_lm.gateway.errors import GatewayError, error_from_response, error_from_stream
 from gateway_lm.messages import ChatRequest
+from gateway_lm.offer.catalogue import catalogue
 from gateway_lm.pipeline import ChatOutcome, stream_chat
 from gateway_lm.settings import Settings
 

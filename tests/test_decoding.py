@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from gateway_lm.decoding import decoded
+from gateway_lm.gateway.decoding import decoded
 
 TEXT = b"the gateway's words " * 5000  # 100 KB
 

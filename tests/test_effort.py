@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fake_gateway import FakeServer
-from gateway_lm.effort import by_rule, efforts_for
+from gateway_lm.offer.effort import by_rule, efforts_for
 from sidecar_client import Sidecar
 
 USER = [{"role": 1, "content": [{"type": "text", "value": "hi"}]}]

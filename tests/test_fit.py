@@ -18,8 +18,8 @@ from pygls.exceptions import JsonRpcException
 from conftest import text_of
 from fake_agent import INPUT_LIMIT
 from fake_gateway import FakeServer
-from gateway_lm.fit import CLEARED, KEEP_NEWEST, InputLimit, fit_request
-from gateway_lm.tokenizer import count_request
+from gateway_lm.request.fit import CLEARED, KEEP_NEWEST, InputLimit, fit_request
+from gateway_lm.tokens.tokenizer import count_request
 from sidecar_client import Sidecar
 
 MODEL = "fake/agent-loop"

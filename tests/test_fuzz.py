@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import text_of
-from gateway_lm.adapt import adapt_stream
-from gateway_lm.errors import GatewayError
+from gateway_lm.gateway.errors import GatewayError
+from gateway_lm.gateway.replay import events_from_recording
+from gateway_lm.gateway.sse import SSEFramer, parse_event
 from gateway_lm.messages import PartOut
-from gateway_lm.replay import events_from_recording
-from gateway_lm.sse import SSEFramer, parse_event
+from gateway_lm.stream.adapt import adapt_stream
 
 # Hypothesis runs each property over many examples: the slowest came close to the 60 s default
 # (pyproject.toml) on a busy 2-core machine.

@@ -15,9 +15,9 @@ import pytest
 import tiktoken
 from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
-from gateway_lm.httpx_sse_hooks import SSELineDecoder
-from gateway_lm.tiktoken_hooks import encoding_spec, without_python_ranks
-from gateway_lm.tokenizer import shipped_ranks
+from gateway_lm.gateway.httpx_sse_hooks import SSELineDecoder
+from gateway_lm.tokens.tiktoken_hooks import encoding_spec, without_python_ranks
+from gateway_lm.tokens.tokenizer import shipped_ranks
 
 
 def sent(out: io.BytesIO) -> list[Any]:

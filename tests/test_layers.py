@@ -68,9 +68,9 @@ def test_spend_never_imports_the_rpc_layer() -> None:
 # calibration, the windows they move, and the spend guard and settling.
 CHAT_POLICY = {
     "gateway_lm.pipeline",
-    "gateway_lm.fit",
-    "gateway_lm.accounting",
-    "gateway_lm.budget",
+    "gateway_lm.request.fit",
+    "gateway_lm.tokens.accounting",
+    "gateway_lm.offer.budget",
     "gateway_lm.spend.ledger",
 }
 FRONT_ENDS = {name for name in MODULES if name.startswith("gateway_lm.rpc")} | {"gateway_lm.cli"}

@@ -21,10 +21,10 @@ from pygls.exceptions import JsonRpcException
 from conftest import text_of
 from connect_proxy import ConnectProxy
 from fake_gateway import FakeServer
-from gateway_lm.client import GatewayClient
-from gateway_lm.errors import GatewayError
+from gateway_lm.gateway.client import GatewayClient
+from gateway_lm.gateway.errors import GatewayError
+from gateway_lm.gateway.network import bypasses_proxy, route, ssl_context
 from gateway_lm.messages import ChatRequest
-from gateway_lm.network import bypasses_proxy, route, ssl_context
 from gateway_lm.pipeline import stream_chat
 from gateway_lm.settings import Settings, secrets_of, updated_settings
 from sidecar_client import Sidecar

@@ -10,11 +10,11 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from fake_gateway import FakeServer
-from gateway_lm.client import GatewayClient
-from gateway_lm.errors import GatewayError
+from gateway_lm.gateway.client import GatewayClient
+from gateway_lm.gateway.errors import GatewayError
 from gateway_lm.messages import ChatRequest
-from gateway_lm.options import ModelOptions, for_model, valid_model_options
 from gateway_lm.pipeline import stream_chat
+from gateway_lm.request.options import ModelOptions, for_model, valid_model_options
 from gateway_lm.settings import Settings, describe_problems, updated_settings
 from sidecar_client import Sidecar
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from fake_gateway import FakeServer
-from gateway_lm.catalogue import catalogue, pricing_from
-from gateway_lm.contextsize import chosen_tokens
-from gateway_lm.fit import CLEARED, KEEP_NEWEST
-from gateway_lm.picker import CREDITS_PER_USD, context_options, host_pricing, picker_entry, price_category
+from gateway_lm.offer.catalogue import catalogue, pricing_from
+from gateway_lm.offer.contextsize import chosen_tokens
+from gateway_lm.offer.picker import CREDITS_PER_USD, context_options, host_pricing, picker_entry, price_category
+from gateway_lm.request.fit import CLEARED, KEEP_NEWEST
 from gateway_lm.spend.prices import in_force, request_estimate, usage_cost
-from gateway_lm.tokenizer import count_request
+from gateway_lm.tokens.tokenizer import count_request
 from sidecar_client import Sidecar
 
 TIERED = {
@@ -61,7 +61,7 @@ def test_a_catalogue_without_flat_prices_takes_the_first_tiers() -> None:
 )
 def test_an_unreadable_tier_is_dropped_never_nan(tiers: Any, caplog: pytest.LogCaptureFixture) -> None:
     raw = {"input": "0.000003", "output": "0.000015", "input_tiers": tiers}
-    with caplog.at_level(logging.WARNING, logger="gateway_lm.catalogue"):
+    with caplog.at_level(logging.WARNING, logger="gateway_lm.offer.catalogue"):
         [info] = catalogue([model(raw)], 16_000)
     assert (info.pricing.input, info.pricing.output, info.pricing.tiers) == (3.0, 15.0, [])
     assert all(math.isfinite(v) for v in host_pricing(info.pricing).model_dump().values() if isinstance(v, float))  # type: ignore[union-attr]
@@ -71,7 +71,7 @@ def test_an_unreadable_tier_is_dropped_never_nan(tiers: Any, caplog: pytest.LogC
 
 def test_one_log_line_for_a_whole_list_of_bad_prices(caplog: pytest.LogCaptureFixture) -> None:
     bad = [{**model({"input": "NaN", "output": "-1"}), "id": f"bad/{i}"} for i in range(20)]
-    with caplog.at_level(logging.WARNING, logger="gateway_lm.catalogue"):
+    with caplog.at_level(logging.WARNING, logger="gateway_lm.offer.catalogue"):
         listed = catalogue(bad, 16_000)
     assert len(listed) == 20 and all(m.pricing.input is None for m in listed)
     assert len([r for r in caplog.records if "prices" in r.getMessage()]) == 1

@@ -20,13 +20,13 @@ from pygls.exceptions import JsonRpcException
 from conftest import text_of
 from fake_gateway import FakeServer
 from fake_reasoning import MARKER, STEPS
-from gateway_lm.adapt import adapt_stream
+from gateway_lm.gateway.replay import events_from_recording
 from gateway_lm.messages import MAX_ENCRYPTED, MAX_TAGGED, ChatRequest, PartOut, ReasoningItem
 from gateway_lm.reasoning import tag, untag
-from gateway_lm.replay import events_from_recording
+from gateway_lm.request.translate import build_request
 from gateway_lm.settings import Settings
+from gateway_lm.stream.adapt import adapt_stream
 from gateway_lm.toolnames import ToolNameMap
-from gateway_lm.translate import build_request
 from sidecar_client import Sidecar
 from test_translate import assert_valid, body_for, msg, text
 

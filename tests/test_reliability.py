@@ -20,7 +20,7 @@ from pygls.exceptions import JsonRpcException
 from conftest import record, text_of
 from fake_gateway import FakeServer
 from gateway_lm.rpc.pipes import MODES
-from gateway_lm.tokenizer import count_text
+from gateway_lm.tokens.tokenizer import count_text
 from sidecar_client import Sidecar
 
 SECRET = "sk-reliability-canary-7f3a9c2e41d8"

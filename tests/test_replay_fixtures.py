@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from gateway_lm.adapt import adapt_stream
-from gateway_lm.errors import GatewayError
+from gateway_lm.gateway.errors import GatewayError
+from gateway_lm.gateway.replay import events_from_recording
 from gateway_lm.messages import PartOut
-from gateway_lm.replay import events_from_recording
+from gateway_lm.stream.adapt import adapt_stream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "expected-parts.json").read_text(encoding="utf-8"))

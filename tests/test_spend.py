@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcException
 
 import fake_spend
 from fake_gateway import FakeServer
-from gateway_lm.client import APP_REFERER, APP_TITLE
+from gateway_lm.gateway.client import APP_REFERER, APP_TITLE
 from gateway_lm.spend.history import DB_NAME, UsageStore
 from gateway_lm.spend.prices import EXPECTED_OUTPUT_TOKENS, usd
 from sidecar_client import Sidecar

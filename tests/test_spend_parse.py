@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway_lm.spend.lookups import generation_from, read_usd
-from gateway_lm.usage import generation_id_from
+from gateway_lm.stream.usage import generation_id_from
 
 HOSTILE = [None, True, "NaN", "Infinity", "-1", "1e400", float("nan"), float("inf"), -5, [], {}, "x" * 10_000]
 

@@ -10,8 +10,8 @@ from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_lm.errors import GatewayError
-from gateway_lm.sse import MAX_EVENT, SSEFramer, parse_event
+from gateway_lm.gateway.errors import GatewayError
+from gateway_lm.gateway.sse import MAX_EVENT, SSEFramer, parse_event
 
 EVENT = {"type": "response.output_text.delta", "delta": "Hello"}
 

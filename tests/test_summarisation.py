@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from gateway_lm.messages import ChatRequest, MessageIn
+from gateway_lm.request.translate import build_request, is_summarisation_turn
 from gateway_lm.settings import Settings
 from gateway_lm.toolnames import ToolNameMap
-from gateway_lm.translate import build_request, is_summarisation_turn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "summarisation"
 CAPTURED = sorted(FIXTURES.glob("*.json"))

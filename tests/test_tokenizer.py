@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from gateway_lm import tokenizer
 from gateway_lm.messages import MessageIn
-from gateway_lm.tokenizer import (
+from gateway_lm.tokens.tokenizer import (
     MAX_UNCUT,
     PIECE,
     RUN_PIECE,
@@ -107,7 +107,7 @@ def test_pieces_are_bounded_where_the_text_allows_it() -> None:
 # What one count of a span without a cut point costs, in a process of its own: its peak memory.
 HUGE_RUN = """
 import random, resource, string
-from gateway_lm.tokenizer import count_text, encoding
+from gateway_lm.tokens.tokenizer import count_text, encoding
 encoding("o200k_base").encode_ordinary("warm")
 text = "".join(random.Random(7).choices(string.ascii_lowercase, k=8_000_000))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -12,9 +12,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from gateway_lm.messages import ChatRequest
+from gateway_lm.request.translate import CANCELLED_OUTPUT, build_request
 from gateway_lm.settings import Settings
 from gateway_lm.toolnames import ToolNameMap
-from gateway_lm.translate import CANCELLED_OUTPUT, build_request
 
 SPEC = json.loads((Path(__file__).parent / "fixtures/openresponses-spec/openapi-2026-04-24.json").read_text())
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16

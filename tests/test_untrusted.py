@@ -25,10 +25,10 @@ from pygls.io_ import StdoutWriter
 
 from conftest import record
 from fake_gateway import FakeServer
-from gateway_lm.accounting import Accounting
-from gateway_lm.client import MAX_REPORTED_RETRY_AFTER
+from gateway_lm.gateway.client import MAX_REPORTED_RETRY_AFTER
 from gateway_lm.rpc.methods import build_server
 from gateway_lm.settings import Settings, updated_settings
+from gateway_lm.tokens.accounting import Accounting
 from raw_sidecar import RawSidecar, strict_loads
 from sidecar_client import Sidecar
 
@@ -290,7 +290,7 @@ async def test_two_sidecars_calibrating_at_once(gateway: FakeServer, tmp_path: P
 
 SAVER = """
 import sys, time
-from gateway_lm.accounting import Accounting
+from gateway_lm.tokens.accounting import Accounting
 state_dir, window, count, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 accounting = Accounting(state_dir)
 while time.time() < start:

@@ -60,7 +60,7 @@ export function sidecarSecrets(): string[] {
 }
 
 /** The strings of an extraBody under a key with a secret's name, at any depth (a BYOK provider key):
- * the sidecar's rule, server/gateway_lm/options.py `secrets_in`, with its words (contract.ts). */
+ * the sidecar's rule, server/gateway_lm/request/options.py `secrets_in`, with its words (contract.ts). */
 function secretsIn(value: unknown, secret: boolean): string[] {
   if (typeof value === 'string') return secret ? [value] : [];
   if (Array.isArray(value)) return value.flatMap((item) => secretsIn(item, secret));

@@ -18,7 +18,7 @@ const CONTENT_LENGTH = Buffer.from('Content-Length: ', 'latin1');
 const PYGLS_TYPE = Buffer.from('\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8', 'latin1');
 const MAX_HEADER = 8 * 1024;
 const EMPTY = Buffer.alloc(0);
-// The sidecar caps one gateway event at 16 MiB (server/gateway_lm/sse.py); JSON escaping can grow it
+// The sidecar caps one gateway event at 16 MiB (server/gateway_lm/gateway/sse.py); JSON escaping can grow it
 // several times. A length past this is a broken stream, not a message to buffer.
 export const MAX_MESSAGE = 128 << 20;
 /** A frame cut short (its Content-Length runs past the bytes that came) waits this long without a

@@ -15,21 +15,21 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
-from .accounting import Accounting, limit_from_message
-from .budget import BudgetFactors
-from .catalogue import ModelInfo, catalogue, input_budget
-from .client import GatewayClient
-from .contextsize import MENU_KEY as CONTEXT_KEY
-from .contextsize import chosen_tokens
-from .counting import TokenService
-from .errors import GatewayError, refuses_lost_reasoning
-from .fit import InputLimit, fit_request, has_tool_results
+from .gateway.client import GatewayClient
+from .gateway.errors import GatewayError, refuses_lost_reasoning
 from .messages import ChatRequest, PartOut
-from .picker import ModelEntry, context_options, picker_entry
+from .offer.budget import BudgetFactors
+from .offer.catalogue import ModelInfo, catalogue, input_budget
+from .offer.contextsize import MENU_KEY as CONTEXT_KEY
+from .offer.contextsize import chosen_tokens
+from .offer.picker import ModelEntry, context_options, picker_entry
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
+from .request.fit import InputLimit, fit_request, has_tool_results
 from .settings import Settings
 from .spend.ledger import Approval, Ledger
-from .tokenizer import count_request
+from .tokens.accounting import Accounting, limit_from_message
+from .tokens.counting import TokenService
+from .tokens.tokenizer import count_request
 
 if TYPE_CHECKING:
     from .spend.ledger import BilledNotification

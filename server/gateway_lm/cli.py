@@ -13,19 +13,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .adapt import adapt_stream
-from .catalogue import catalogue
 from .chats import ChatService
-from .client import GatewayClient
-from .errors import GatewayError
+from .gateway.client import GatewayClient
+from .gateway.errors import GatewayError
+from .gateway.replay import events_from_recording
 from .logs import ClientLogHandler, Redactor, configure
 from .messages import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
-from .replay import events_from_recording
+from .offer.catalogue import catalogue
 from .rpc.pipes import MODE_ENV, MODES, default_mode
 from .settings import Settings, updated_settings
 from .spend.history import DB_NAME, UsageRecord, UsageStore, utc_day
 from .spend.lookups import read_credits
 from .spend.prices import usd
+from .stream.adapt import adapt_stream
 from .terminal import printable
 
 DEFAULT_MODEL = "openai/gpt-5-mini"
@@ -155,7 +155,7 @@ async def run_models(args: argparse.Namespace, out: Output) -> None:
 
 
 def run_count(args: argparse.Namespace, out: Output) -> None:
-    from .tokenizer import count_request
+    from .tokens.tokenizer import count_request
 
     body = json.loads(Path(args.file).read_text(encoding="utf-8"))
     if not isinstance(body, dict):

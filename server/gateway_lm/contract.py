@@ -19,15 +19,15 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaV
 from pydantic_core import core_schema
 from typing_extensions import TypeAliasType, TypedDict
 
-from .errors import ErrorData
+from .gateway.errors import ErrorData
 from .messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, FinishReason, PartOut, UsagePart
-from .options import SECRET_WORDS
-from .picker import ModelEntry
+from .offer.picker import ModelEntry
+from .request.options import SECRET_WORDS
 from .rpc.params import ChatParams, ConfigureParams, CountParams, KeyParams, UsageParams
 from .settings import SETTING_IDS, Settings
 from .spend.ledger import BilledNotification, UsageResult
 from .spend.lookups import Credits
-from .usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD
+from .stream.usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD
 
 # ---- shapes that were plain dicts ----
 

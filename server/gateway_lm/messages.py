@@ -23,7 +23,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only on Python 3.12+ (contract.py)
 
-from .errors import ErrorKind
+from .gateway.errors import ErrorKind
 
 log = logging.getLogger(__name__)
 

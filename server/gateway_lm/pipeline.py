@@ -11,16 +11,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from .adapt import StreamAdapter
-from .catalogue import ModelInfo
-from .client import GatewayClient
-from .errors import GatewayError
-from .fit import InputLimit, fit_request, has_tool_results
+from .gateway.client import GatewayClient
+from .gateway.errors import GatewayError
 from .messages import ChatRequest, FinishReason, PartOut, UsagePart
-from .options import for_model
+from .offer.catalogue import ModelInfo
+from .request.fit import InputLimit, fit_request, has_tool_results
+from .request.options import for_model
+from .request.translate import build_request
 from .settings import Settings
+from .stream.adapt import StreamAdapter
 from .toolnames import ToolNameMap
-from .translate import build_request
 
 
 @dataclass

@@ -16,8 +16,9 @@ from pydantic import (
     ValidationError,
 )
 
-from .effort import Effort
-from .options import (
+from .offer.effort import Effort
+from .offer.speed import Speed
+from .request.options import (
     PRIVACY_OPTIONS,
     ModelOptions,
     for_model,
@@ -26,7 +27,6 @@ from .options import (
     secrets_in,
     valid_model_options,
 )
-from .speed import Speed
 
 MAX_TOKENS_SETTING = 100_000_000
 MAX_CONNECT_TIMEOUT = 600.0  # seconds

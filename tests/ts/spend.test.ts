@@ -304,7 +304,7 @@ test('credits: read after a request at most once a minute; null hides the line; 
 });
 
 test("records and the status bar take the sidecar's bounds (the contract's constants): what the history keeps is what they show", () => {
-  // At each bound: kept, as the sidecar's history keeps it (server/gateway_lm/usage.py).
+  // At each bound: kept, as the sidecar's history keeps it (server/gateway_lm/stream/usage.py).
   const atBounds = record({
     id: 'g'.repeat(MAX_ID),
     model: 'm'.repeat(MAX_MODEL_ID),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from lsprotocol.types import ErrorCodes
 
-from ..errors import ErrorData, ErrorKind
+from ..gateway.errors import ErrorData, ErrorKind
 
 PARSE_ERROR = int(ErrorCodes.ParseError)
 INVALID_REQUEST = int(ErrorCodes.InvalidRequest)

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..errors import ErrorKind
+from ..gateway.errors import ErrorKind
 
 MAX_BODY = 64 << 20  # a 10 MB tool result is normal; 64 MiB is far beyond any real chat request
 MAX_HEADER = 8192

@@ -16,7 +16,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..chats import Approval, ChatService
-from ..errors import group_without_key
+from ..gateway.errors import group_without_key
 from ..logs import ClientLogHandler, Redactor, configure
 from ..messages import PartOut
 from ..settings import describe_problems, secrets_of, updated_settings

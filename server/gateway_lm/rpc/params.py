@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, f
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 
-from ..errors import GatewayError, invalid_key
+from ..gateway.errors import GatewayError, invalid_key
 from ..messages import MAX_MODEL_ID, ChatRequest, GroupId, MessageIn
 from ..settings import MAX_COST_SETTING, describe_problems
 from ..spend.history import DEFAULT_LIMIT, MAX_LIMIT

@@ -28,7 +28,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from ..messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, GroupId, ModelId
-from ..usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
+from ..stream.usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
 
 log = logging.getLogger(__name__)
 

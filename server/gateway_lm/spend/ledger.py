@@ -23,14 +23,14 @@ from typing import Any, TypeVar
 
 from typing_extensions import TypedDict
 
-from ..catalogue import ModelInfo, Pricing
-from ..client import GatewayClient
+from ..gateway.client import GatewayClient
 from ..messages import UsagePart
+from ..offer.catalogue import ModelInfo, Pricing
+from ..offer.speed import sent_pricing
 from ..pipeline import ChatOutcome
 from ..settings import Settings
-from ..speed import sent_pricing
-from ..tokenizer import count_request
-from ..usage import MAX_ID, bounded_usd
+from ..stream.usage import MAX_ID, bounded_usd
+from ..tokens.tokenizer import count_request
 from .history import DB_NAME, EVERY, GUARD_READ_TIMEOUT_S, Every, UsageRecord, UsageStore, utc_day
 from .lookups import Credits, Generation, look_up, read_credits
 from .prices import check, request_estimate, unpriced_refusal, usage_cost

@@ -14,9 +14,9 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from ..client import GatewayClient
-from ..errors import GatewayError
-from ..usage import MAX_PROVIDER, MAX_TOKEN_COUNT, MAX_USD
+from ..gateway.client import GatewayClient
+from ..gateway.errors import GatewayError
+from ..stream.usage import MAX_PROVIDER, MAX_TOKEN_COUNT, MAX_USD
 
 log = logging.getLogger(__name__)
 

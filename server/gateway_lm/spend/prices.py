@@ -12,9 +12,9 @@ or a few paragraphs, well under 1,000 tokens, and a long answer is still bounded
 
 from __future__ import annotations
 
-from ..catalogue import PER_MILLION, Pricing
-from ..errors import GatewayError, SpendData
+from ..gateway.errors import GatewayError, SpendData
 from ..messages import UsagePart
+from ..offer.catalogue import PER_MILLION, Pricing
 from ..settings import Settings
 
 EXPECTED_OUTPUT_TOKENS = 1000

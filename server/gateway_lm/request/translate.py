@@ -18,11 +18,7 @@ import logging
 import re
 from typing import Any
 
-from . import options as model_options
-from . import speed
-from .catalogue import ModelInfo
-from .effort import MENU_KEY, Effort, by_rule, decide, level, nearest
-from .messages import (
+from ..messages import (
     ROLE_ASSISTANT,
     ROLE_SYSTEM,
     TOOL_MODE_REQUIRED,
@@ -33,9 +29,13 @@ from .messages import (
     ToolCallIn,
     ToolResultIn,
 )
-from .reasoning import HistoryReasoning
-from .settings import Settings, held_privacy
-from .toolnames import ToolNameMap
+from ..offer import speed
+from ..offer.catalogue import ModelInfo
+from ..offer.effort import MENU_KEY, Effort, by_rule, decide, level, nearest
+from ..reasoning import HistoryReasoning
+from ..settings import Settings, held_privacy
+from ..toolnames import ToolNameMap
+from . import options as model_options
 
 log = logging.getLogger(__name__)
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."

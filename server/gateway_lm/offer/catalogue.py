@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..messages import MAX_MODEL_ID
 from .effort import Efforts, efforts_for
-from .messages import MAX_MODEL_ID
 from .speed import link_fast_tiers
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .messages import MessageIn, TextIn, ToolCallIn, ToolResultIn
+from ..messages import MessageIn, TextIn, ToolCallIn, ToolResultIn
 from .tokenizer import count_message, count_text, encoding, encoding_name_for, pieces
 
 INLINE_CHARS = 1 << 16  # below this a batch costs less than a thread hop

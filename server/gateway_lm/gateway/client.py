@@ -25,6 +25,8 @@ from typing import Any
 import anyio
 import httpx
 
+from ..request.options import with_headers
+from ..settings import Settings
 from .deadline import Deadline
 from .decoding import ACCEPT_ENCODING, PIECE, decoded
 from .errors import (
@@ -36,8 +38,6 @@ from .errors import (
     with_advice,
 )
 from .network import Route, route
-from .options import with_headers
-from .settings import Settings
 from .sse import DONE, Event, SSEFramer, parse_event
 from .transport import AiohttpTransport
 

@@ -7,13 +7,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..spend.prices import per_million
+from ..tokens.tokenizer import encoding_name_for
 from . import speed
 from .budget import advertised_window
 from .catalogue import ModelInfo, PriceTier, Pricing
 from .contextsize import ContextOption, ContextSizeProperty, context_menu
 from .effort import ConfigurationProperties, ConfigurationSchema, Effort, menu
-from .spend.prices import per_million
-from .tokenizer import encoding_name_for
 
 # VS Code's price fields are in GitHub AI credits per million tokens (its Language Models editor
 # heads the column "Cost (Credits per 1M Tokens)"); one credit is $0.01 (GitHub's billing docs), so

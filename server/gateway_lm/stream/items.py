@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..messages import PartOut, ToolCallPart
+from ..toolnames import ToolNameMap
 from .arguments import parse_arguments
-from .messages import PartOut, ToolCallPart
-from .toolnames import ToolNameMap
 
 Event = dict[str, Any]
 Key = int | str

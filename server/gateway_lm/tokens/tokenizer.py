@@ -18,7 +18,7 @@ from typing import Any
 
 import tiktoken
 
-from .messages import DataIn, MessageIn, TextIn, ThinkingIn, ToolCallIn, ToolResultIn
+from ..messages import DataIn, MessageIn, TextIn, ThinkingIn, ToolCallIn, ToolResultIn
 from .tiktoken_hooks import encoding_spec, without_python_ranks
 
 SHA256 = {

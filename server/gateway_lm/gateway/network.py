@@ -17,7 +17,7 @@ from urllib.request import getproxies
 import certifi
 import httpx
 
-from .settings import Settings
+from ..settings import Settings
 
 log = logging.getLogger(__name__)
 # Where OpenSSL's store is not what the OS trusts, and the OS verifies (truststore): macOS (the

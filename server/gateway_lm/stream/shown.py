@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .messages import PartOut, ThinkingPart
+from ..messages import PartOut, ThinkingPart
 
 Slot = tuple[Any, ...]  # (item key, "t" text | "s" summary | "r" reasoning, index)
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .errors import GatewayError, error_from_stream, with_advice
+from ..gateway.errors import GatewayError, error_from_stream, with_advice
+from ..messages import FinishReason, PartOut, UsagePart
+from ..reasoning import ReasoningLog
+from ..toolnames import ToolNameMap
 from .items import Event, Key, OutputItems
-from .messages import FinishReason, PartOut, UsagePart
-from .reasoning import ReasoningLog
 from .shown import Shown
-from .toolnames import ToolNameMap
 from .usage import generation_id_from, usage_from
 
 _REASONING_DELTAS = (

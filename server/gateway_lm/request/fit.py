@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .tokenizer import count_request, count_text
+from ..tokens.tokenizer import count_request, count_text
 from .translate import TRANSCRIBED
 
 log = logging.getLogger(__name__)

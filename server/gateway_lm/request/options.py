@@ -17,9 +17,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from .effort import Effort
-from .errors import GatewayError, with_advice
-from .speed import Speed
+from ..gateway.errors import GatewayError, with_advice
+from ..offer.effort import Effort
+from ..offer.speed import Speed
 
 MAX_OUTPUT_TOKENS = 100_000_000
 MAX_EXTRA_BODY = 64 << 10  # bytes of JSON: room for provider options, not for a smuggled prompt

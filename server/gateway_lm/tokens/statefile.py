@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .catalogue import MAX_TOKENS
+from ..offer.catalogue import MAX_TOKENS
 
 log = logging.getLogger(__name__)
 

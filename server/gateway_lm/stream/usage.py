@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .messages import UsagePart
+from ..messages import UsagePart
 
 MAX_ID = 200  # characters of a response or generation id: what we send back in a lookup, and keep
 MAX_PROVIDER = 100  # characters of a provider's name
