@@ -125,8 +125,8 @@ export interface ConfigurationSchema {
   properties: ConfigurationProperties;
 }
 /**
- * The model's controls; each is left out of the wire where the model has none (speed.py,
- * contextsize.py).
+ * The model's controls in the chat input; each is left out of the wire where the model has none
+ * (effort.py, speed.py, contextsize.py).
  */
 export interface ConfigurationProperties {
   reasoningEffort?: EffortProperty | null;

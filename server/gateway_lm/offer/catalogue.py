@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..messages import MAX_MODEL_ID
 from .effort import Efforts, efforts_for
-from .speed import link_fast_tiers
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +22,7 @@ DEFAULT_MAX_OUTPUT = 16_384
 MAX_TOKENS = 100_000_000  # bound of context windows and output limits: 50× today's largest window
 MAX_PRICE = 1_000_000.0  # USD per million tokens; one dollar a token is already no real price
 PER_MILLION = 1_000_000
+FAST_SUFFIX = "-fast"  # the gateway's id of a model's fast tier (speed.py)
 MAX_TIERS = 8  # price tiers of one model; the gateway lists two or three, more is not a price list
 # The gateway's tiered prices (`input_tiers`: [{cost, min, max?}], a rate per token from `min` input
 # tokens on) beside each flat price, and the field of Pricing each one prices.
@@ -225,6 +225,17 @@ def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list
     if unpriced:  # one line for the list, not one per model: a catalogue is read every minute
         log.warning("dropped prices that could not be read from %d models (%s)", len(unpriced), ", ".join(unpriced[:5]))
     return sorted(models, key=lambda m: (m.ownedBy, m.name.lower()))
+
+
+def link_fast_tiers(models: list[ModelInfo]) -> None:
+    """Gives every model whose fast tier the catalogue lists (`<id>-fast`) that tier's prices, and
+    the tier's entry the model's id (speed.py: how a model's fast tier is known)."""
+    by_id = {model.id: model for model in models}
+    for model in models:
+        tier = by_id.get(model.id + FAST_SUFFIX)
+        if tier is not None and not model.id.endswith(FAST_SUFFIX):
+            model.fast = tier.pricing
+            tier.fastTierOf = model.id
 
 
 def _per_million(value: Any) -> float | None:

@@ -17,10 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field
-
-from .contextsize import ContextSizeProperty
-from .speed import SpeedProperty
+from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
 
@@ -63,22 +60,6 @@ class EffortProperty(BaseModel):
     enumDescriptions: list[str]
     default: Effort
     group: Literal["navigation"]
-
-
-class ConfigurationProperties(BaseModel):
-    """The model's controls; each is left out of the wire where the model has none (speed.py,
-    contextsize.py)."""
-
-    reasoningEffort: EffortProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
-    speed: SpeedProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
-    contextSize: ContextSizeProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
-
-
-class ConfigurationSchema(BaseModel):
-    """`LanguageModelChatInformation.configurationSchema`: per-model controls in the chat input.
-    The user's choices come back in the request's `modelConfiguration`."""
-
-    properties: ConfigurationProperties
 
 
 # ---- which levels a model accepts ----
@@ -189,27 +170,19 @@ def preselected(efforts: Efforts, setting: Effort | None) -> Effort:
     return nearest(setting, efforts)
 
 
-def menu(
-    efforts: Efforts | None, setting: Effort | None, speed: SpeedProperty | None = None
-) -> ConfigurationSchema | None:
-    """The chat input's menus: effort's, for a model with more than one level to choose from, and
-    `speed` (speed.menu) beside it; None when there is neither."""
+def menu(efforts: Efforts | None, setting: Effort | None) -> EffortProperty | None:
+    """The chat input's effort menu, for a model with more than one level to choose from."""
     if efforts is None or len(efforts.levels) < 2:
-        return None if speed is None else ConfigurationSchema(properties=ConfigurationProperties(speed=speed))
-    return ConfigurationSchema(
-        properties=ConfigurationProperties(
-            speed=speed,
-            reasoningEffort=EffortProperty(
-                type="string",
-                title=MENU_TITLE,
-                description=MENU_DESCRIPTION,
-                enum=list(efforts.levels),
-                enumItemLabels=[_LABELS[lv][0] for lv in efforts.levels],
-                enumDescriptions=[_LABELS[lv][1] for lv in efforts.levels],
-                default=preselected(efforts, setting),
-                group="navigation",
-            ),
-        )
+        return None
+    return EffortProperty(
+        type="string",
+        title=MENU_TITLE,
+        description=MENU_DESCRIPTION,
+        enum=list(efforts.levels),
+        enumItemLabels=[_LABELS[lv][0] for lv in efforts.levels],
+        enumDescriptions=[_LABELS[lv][1] for lv in efforts.levels],
+        default=preselected(efforts, setting),
+        group="navigation",
     )
 
 

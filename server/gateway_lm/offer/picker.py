@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..spend.prices import per_million
 from ..tokens.tokenizer import encoding_name_for
@@ -13,7 +13,8 @@ from . import speed
 from .budget import advertised_window
 from .catalogue import ModelInfo, PriceTier, Pricing
 from .contextsize import ContextOption, ContextSizeProperty, context_menu
-from .effort import ConfigurationProperties, ConfigurationSchema, Effort, menu
+from .effort import Effort, EffortProperty, menu
+from .speed import SpeedProperty
 
 # VS Code's price fields are in GitHub AI credits per million tokens (its Language Models editor
 # heads the column "Cost (Credits per 1M Tokens)"); one credit is $0.01 (GitHub's billing docs), so
@@ -50,6 +51,22 @@ class HostPricing(BaseModel):
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
 
 
+class ConfigurationProperties(BaseModel):
+    """The model's controls in the chat input; each is left out of the wire where the model has none
+    (effort.py, speed.py, contextsize.py)."""
+
+    reasoningEffort: EffortProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
+    speed: SpeedProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
+    contextSize: ContextSizeProperty | None = Field(default=None, exclude_if=lambda menu: menu is None)
+
+
+class ConfigurationSchema(BaseModel):
+    """`LanguageModelChatInformation.configurationSchema`: per-model controls in the chat input.
+    The user's choices come back in the request's `modelConfiguration`."""
+
+    properties: ConfigurationProperties
+
+
 class ModelEntry(ModelInfo):
     """One model of `gateway/models`: the catalogue's fields (real tokens), what the picker shows of
     it, and the window Copilot budgets with, in o200k tokens (budget.py)."""
@@ -84,18 +101,22 @@ def picker_entry(
         budgetInputTokens=advertised_window(model.maxInputTokens, factor),
         tokenizer=encoding_name_for(model.id),
         configurationSchema=_controls(
-            menu(model.efforts, effort, speed.menu(model, fast)), context_menu(context_options(model, factor))
+            menu(model.efforts, effort), speed.menu(model, fast), context_menu(context_options(model, factor))
         ),
         hostPricing=host_pricing(model.pricing),
         warning=None if model.capabilities.toolCalling else NO_TOOLS_NOTE,
     )
 
 
-def _controls(schema: ConfigurationSchema | None, context: ContextSizeProperty | None) -> ConfigurationSchema | None:
-    if context is None:
-        return schema
-    properties = schema.properties if schema else ConfigurationProperties()
-    return ConfigurationSchema(properties=properties.model_copy(update={"contextSize": context}))
+def _controls(
+    effort: EffortProperty | None, fast: SpeedProperty | None, context: ContextSizeProperty | None
+) -> ConfigurationSchema | None:
+    """The menus a model has, or None when it has none."""
+    if effort is None and fast is None and context is None:
+        return None
+    return ConfigurationSchema(
+        properties=ConfigurationProperties(reasoningEffort=effort, speed=fast, contextSize=context)
+    )
 
 
 def host_pricing(pricing: Pricing) -> HostPricing | None:

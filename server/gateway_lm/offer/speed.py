@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-if TYPE_CHECKING:  # types only: the catalogue builds its models with link_fast_tiers
-    from .catalogue import ModelInfo, Pricing
+from .catalogue import ModelInfo, Pricing
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +31,6 @@ SPEEDS: tuple[Speed, ...] = ("standard", "fast")
 MENU_KEY = "speed"  # the key of the chat input's menu and of the request's modelConfiguration
 MENU_TITLE = "Speed"
 MENU_DESCRIPTION = "Fast mode: the model's faster serving path, at a higher price per token."
-FAST_SUFFIX = "-fast"  # the gateway's id of a model's fast tier
 
 
 class SpeedProperty(BaseModel):
@@ -47,17 +45,6 @@ class SpeedProperty(BaseModel):
     enumDescriptions: list[str]
     default: Speed
     group: Literal["navigation"]
-
-
-def link_fast_tiers(models: list[ModelInfo]) -> None:
-    """Gives every model whose fast tier the catalogue lists (`<id>-fast`) that tier's prices, and
-    the tier's entry the model's id."""
-    by_id = {model.id: model for model in models}
-    for model in models:
-        tier = by_id.get(model.id + FAST_SUFFIX)
-        if tier is not None and not model.id.endswith(FAST_SUFFIX):
-            model.fast = tier.pricing
-            tier.fastTierOf = model.id
 
 
 def speed(value: Any) -> Speed | None:
