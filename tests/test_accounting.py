@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcException
 
 from fake_gateway import FakeServer
 from gateway_lm.messages import ChatRequest
-from gateway_lm.request.translate import build_request
+from gateway_lm.request.body import build_request
 from gateway_lm.rpc.pipes import MODES, Mode
 from gateway_lm.settings import Settings
 from gateway_lm.tokens.accounting import MAX_FACTOR, Accounting, limit_from_message

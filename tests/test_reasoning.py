@@ -23,7 +23,7 @@ from fake_reasoning import MARKER, STEPS
 from gateway_lm.gateway.replay import events_from_recording
 from gateway_lm.messages import MAX_ENCRYPTED, MAX_TAGGED, ChatRequest, PartOut, ReasoningItem
 from gateway_lm.reasoning import tag, untag
-from gateway_lm.request.translate import build_request
+from gateway_lm.request.body import build_request
 from gateway_lm.settings import Settings
 from gateway_lm.stream.adapt import adapt_stream
 from gateway_lm.toolnames import ToolNameMap

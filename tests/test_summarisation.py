@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from gateway_lm.messages import ChatRequest, MessageIn
-from gateway_lm.request.translate import build_request, is_summarisation_turn
+from gateway_lm.request.body import build_request
+from gateway_lm.request.translate import is_summarisation_turn
 from gateway_lm.settings import Settings
 from gateway_lm.toolnames import ToolNameMap
 

@@ -12,7 +12,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from gateway_lm.messages import ChatRequest
-from gateway_lm.request.translate import CANCELLED_OUTPUT, build_request
+from gateway_lm.request.body import build_request
+from gateway_lm.request.translate import CANCELLED_OUTPUT
 from gateway_lm.settings import Settings
 from gateway_lm.toolnames import ToolNameMap
 

@@ -1,4 +1,4 @@
-"""The chat path: translate (and fit) → client → adapt.
+"""The chat path: the body built (and fitted) → client → adapt.
 
 The chat service (chats.py) runs it for both front ends: it prepares a request once, prices that body
 for the spend guard, and streams it; `stream_chat` runs the two steps back to back with nothing
@@ -15,9 +15,8 @@ from .gateway.client import GatewayClient
 from .gateway.errors import GatewayError
 from .messages import ChatRequest, FinishReason, PartOut, UsagePart
 from .offer.catalogue import ModelInfo
+from .request.body import build_request, extra_headers
 from .request.fit import InputLimit, fit_request, has_tool_results
-from .request.options import for_model
-from .request.translate import build_request
 from .settings import Settings
 from .stream.adapt import StreamAdapter
 from .toolnames import ToolNameMap
@@ -49,13 +48,13 @@ async def prepare(
     limit: InputLimit | None = None,
     unreasoned_as_text: bool = False,
 ) -> Prepared:
-    """`model`: the catalogue's entry (translate.build_request); `limit`: the model's real input
-    limit, which the request is fitted into (fit.py); `unreasoned_as_text`: translate.build_request."""
+    """`model`: the catalogue's entry (body.build_request); `limit`: the model's real input
+    limit, which the request is fitted into (fit.py); `unreasoned_as_text`: body.build_request."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names, model, unreasoned_as_text)
     if limit is not None and has_tool_results(body):  # serialising and counting it hold no event loop
         body = await asyncio.to_thread(fit_request, body, request.model, limit)
-    return Prepared(body, names, for_model(request.model, settings.modelOptions).extraHeaders)
+    return Prepared(body, names, extra_headers(request, settings))
 
 
 async def stream_chat(

@@ -16,13 +16,13 @@ from pydantic import (
     ValidationError,
 )
 
+from .gateway.headers import header_value_problem
 from .offer.effort import Effort
 from .offer.speed import Speed
 from .request.options import (
     PRIVACY_OPTIONS,
     ModelOptions,
     for_model,
-    header_value_problem,
     privacy_overrides,
     secrets_in,
     valid_model_options,

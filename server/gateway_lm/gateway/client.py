@@ -25,7 +25,6 @@ from typing import Any
 import anyio
 import httpx
 
-from ..request.options import with_headers
 from ..settings import Settings
 from .deadline import Deadline
 from .decoding import ACCEPT_ENCODING, PIECE, decoded
@@ -37,6 +36,7 @@ from .errors import (
     is_certificate_error,
     with_advice,
 )
+from .headers import with_headers
 from .network import Route, route
 from .sse import DONE, Event, SSEFramer, parse_event
 from .transport import AiohttpTransport

@@ -18,12 +18,12 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ..gateway.errors import GatewayError, with_advice
+from ..gateway.headers import FORBIDDEN_HEADERS, TOKEN, header_value_problem, with_headers
 from ..offer.effort import Effort
 from ..offer.speed import Speed
 
 MAX_OUTPUT_TOKENS = 100_000_000
 MAX_EXTRA_BODY = 64 << 10  # bytes of JSON: room for provider options, not for a smuggled prompt
-MAX_HEADER_VALUE = 8 << 10
 # What the request is made of, and what Copilot's conversation decides: never the user's to override.
 # And `store`, always false: with `true` the provider keeps the conversation (rfcs/0007, "Privacy").
 RESERVED_BODY_KEYS = frozenset({"model", "input", "instructions", "tools", "tool_choice", "stream", "store"})
@@ -34,39 +34,12 @@ RESERVED_BODY_KEYS = frozenset({"model", "input", "instructions", "tools", "tool
 SECRET_WORDS = ("apikey", "secret", "token", "password", "passwd", "credential", "privatekey", "accesskey", "auth")
 # The routing settings that are a privacy policy: `providerOptions.gateway.<key>` → the Settings field.
 # When the setting is on (or, for `only`, not empty), it holds over a model's extraBody
-# (translate.hold_privacy), and the configure message names the option it overrode.
+# (body.py), and the configure message names the option it overrode.
 PRIVACY_OPTIONS = {
     "zeroDataRetention": "zeroDataRetention",
     "disallowPromptTraining": "disallowPromptTraining",
     "only": "gatewayOnly",
 }
-# Ours (the key), HTTP's (hop-by-hop, framing) or the stream's (what we accept and decode).
-FORBIDDEN_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "proxy-authenticate",
-        "proxy-connection",
-        "host",
-        "connection",
-        "keep-alive",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "expect",
-        "content-length",
-        "content-type",
-        "content-encoding",
-        "accept",
-        "accept-encoding",
-    }
-)
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")  # RFC 9110 field name
-# A header value as every transport sends it: printable ASCII, spaces and tabs (RFC 9110's field
-# content less obs-text, which httpx cannot encode: a non-ASCII value failed every chat with
-# UnicodeEncodeError). Line breaks, NUL and the other controls are out with it.
-_HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
 
 
 def _extra_body(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -86,20 +59,10 @@ def _extra_body(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return value
 
 
-def header_value_problem(text: str) -> str | None:
-    """Why `text` cannot be sent as a header's value, or None (the one rule for every header a setting
-    gives: `extraHeaders`, `http.proxyAuthorization`)."""
-    if len(text) > MAX_HEADER_VALUE:
-        return f"is longer than {MAX_HEADER_VALUE >> 10} KiB"
-    if not _HEADER_VALUE.match(text):
-        return "may hold only printable ASCII on one line (no line breaks, control characters or non-ASCII letters)"
-    return None
-
-
 def _extra_headers(value: dict[str, str]) -> dict[str, str]:
     seen: set[str] = set()
     for name, text in value.items():
-        if not _TOKEN.match(name):
+        if not TOKEN.match(name):
             raise ValueError(f"'{name[:40]}' is not a header name")
         if name.lower() in FORBIDDEN_HEADERS:
             raise ValueError(f"may not set '{name}' (the API key's, or HTTP's own)")
@@ -181,14 +144,6 @@ def for_model(model: str, table: Mapping[str, ModelOptions]) -> ModelOptions:
 def _specificity(pattern: str) -> tuple[bool, int]:
     wild = any(c in pattern for c in "*?[")
     return (not wild, len(re.sub(r"\*|\?|\[[^\]]*\]", "", pattern)))
-
-
-def with_headers(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-    """`extra` over `base`, a header of `extra` replacing `base`'s of the same name in any case
-    (`X-Title` replaces `x-title`): one header of each name goes out. The client puts the model's
-    extra headers over its own with it."""
-    replaced = {name.lower() for name in extra}
-    return {**{name: value for name, value in base.items() if name.lower() not in replaced}, **extra}
 
 
 def gateway_extra(options: ModelOptions) -> Mapping[str, Any]:

@@ -29,13 +29,8 @@ from ..messages import (
     ToolCallIn,
     ToolResultIn,
 )
-from ..offer import speed
-from ..offer.catalogue import ModelInfo
-from ..offer.effort import MENU_KEY, Effort, by_rule, decide, level, nearest
 from ..reasoning import HistoryReasoning
-from ..settings import Settings, held_privacy
 from ..toolnames import ToolNameMap
-from . import options as model_options
 
 log = logging.getLogger(__name__)
 CANCELLED_OUTPUT = "Tool call cancelled by the user: the tool did not run."
@@ -49,23 +44,15 @@ SUMMARY_USER_MARKERS = (
     "the conversation has grown too large for the context window and must be compacted now",
 )
 _TEXT_DATA_TYPES = ("text/", "application/json")
-ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 Item = dict[str, Any]
 
 
-def build_request(
-    request: ChatRequest,
-    settings: Settings,
-    names: ToolNameMap,
-    model: ModelInfo | None = None,
-    unreasoned_as_text: bool = False,
-) -> dict[str, Any]:
-    """`model`: the catalogue's entry, None when the model is not in it. When it reasons, its
-    encrypted reasoning is asked for (the gateway stores nothing with `store: false`), to hand back
-    on the next tool turn (reasoning.py); models that do not reason refuse the `include`. Its
-    reasoning effort is one it accepts (effort.py). `unreasoned_as_text`: the tool calls of a step
-    whose reasoning the history lost go as text (for a model that refuses them otherwise)."""
+def conversation(request: ChatRequest, names: ToolNameMap, unreasoned_as_text: bool = False) -> dict[str, Any]:
+    """The conversation as a request body: the model, the history as items, the system prompt as
+    instructions, and the tools. Every per-model field goes over it in body.py.
+    `unreasoned_as_text`: the tool calls of a step whose reasoning the history lost go as text (for a
+    model that refuses them otherwise)."""
     body: dict[str, Any] = {
         "model": request.model,
         "input": translate_messages(request.messages, names, request.model, unreasoned_as_text),
@@ -84,18 +71,6 @@ def build_request(
     elif request.tools:
         body["tools"] = [translate_tool(tool.name, tool.description, tool.inputSchema, names) for tool in request.tools]
         body["tool_choice"] = "required" if request.toolMode == TOOL_MODE_REQUIRED else "auto"
-    body.update(options_from_settings(settings))
-    # The setting's options for this model, then the caller's, each over what came before (rfcs/0007).
-    model_options.apply(body, model_options.for_model(request.model, settings.modelOptions))
-    caller = model_options.from_caller(request.modelOptions)
-    model_options.apply(body, caller)
-    hold_privacy(body, settings)
-    set_effort(body, request, settings, model, caller.reasoningEffort)
-    set_speed(body, request, settings, model)
-    reasons = model is not None and model.reasoning
-    # Decided last: an extra body may have asked for reasoning too.
-    if reasons or "reasoning" in body or any(i["type"] == "reasoning" for i in body["input"]):
-        body["include"] = [ENCRYPTED_REASONING]
     return body
 
 
@@ -130,84 +105,6 @@ def as_transcript(items: list[Item]) -> list[Item]:
         elif item["type"] == "message":
             transcript.append(item)
     return transcript
-
-
-def set_effort(
-    body: dict[str, Any], request: ChatRequest, settings: Settings, model: ModelInfo | None, caller: Effort | None
-) -> None:
-    """The reasoning effort, from the menu in the chat input, a caller or the settings, as one the
-    model accepts; an effort an extra body set is held to the same levels."""
-    efforts = model.efforts if model is not None else None
-    decision = decide(
-        request.model,
-        efforts,
-        model is not None,
-        settings.effort_for(request.model),
-        request.modelConfiguration.get(MENU_KEY),
-        caller,
-    )
-    if decision.note:
-        log.info("%s", decision.note)
-    if decision.level is not None:
-        body["reasoning"] = {"effort": decision.level, "summary": "auto"}
-        return
-    reasoning = body.get("reasoning")
-    if isinstance(reasoning, dict) and isinstance(reasoning.get("effort"), str):
-        if model is not None and efforts is None:
-            body.pop("reasoning")  # a model that does not reason
-        elif (asked := level(reasoning["effort"])) is not None and asked != "default":
-            body["reasoning"] = {**reasoning, "effort": nearest(asked, efforts or by_rule(request.model))}
-
-
-def set_speed(body: dict[str, Any], request: ChatRequest, settings: Settings, model: ModelInfo | None) -> None:
-    """`providerOptions.gateway.speed`: "fast" when the menu in the chat input or the model's options
-    ask for it and the model has a fast tier (speed.py); an extra body's own speed is left as set."""
-    asked = settings.speed_for(request.model)
-    chosen = speed.decide(model, asked, request.modelConfiguration.get(speed.MENU_KEY), None)
-    if chosen is None:
-        return
-    provider_options = dict(body.get("providerOptions") or {})  # copies: extraBody's own objects stay as set
-    provider_options["gateway"] = {**(provider_options.get("gateway") or {}), "speed": chosen}
-    body["providerOptions"] = provider_options
-
-
-def options_from_settings(settings: Settings) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if settings.maxOutputTokens:
-        options["max_output_tokens"] = max(16, settings.maxOutputTokens)
-    routing = gateway_options(settings)
-    if routing:
-        options["providerOptions"] = {"gateway": routing}
-    return options
-
-
-def hold_privacy(body: dict[str, Any], settings: Settings) -> None:
-    """The privacy settings that are on, written back over whatever a model's extraBody merged in
-    (rfcs/0007, "Privacy settings hold"); `store` is never the extraBody's (options.RESERVED_BODY_KEYS)."""
-    held = held_privacy(settings)
-    if not held:
-        return
-    provider_options = dict(body.get("providerOptions") or {})  # copies: extraBody's own objects stay as set
-    provider_options["gateway"] = {**(provider_options.get("gateway") or {}), **held}
-    body["providerOptions"] = provider_options
-
-
-def gateway_options(settings: Settings) -> dict[str, Any]:
-    """`providerOptions.gateway`: routing, privacy and attribution (names as in @ai-sdk/gateway's
-    GatewayProviderOptions, rfcs/0006-spend.md). A setting left at its default sends nothing."""
-    chosen: dict[str, Any] = {
-        "order": settings.gatewayOrder,
-        "only": settings.gatewayOnly,
-        "models": settings.gatewayModels,
-        "sort": None if settings.gatewaySort == "default" else settings.gatewaySort,
-        "zeroDataRetention": settings.zeroDataRetention,
-        "disallowPromptTraining": settings.disallowPromptTraining,
-        "serviceTier": None if settings.serviceTier == "default" else settings.serviceTier,
-        "caching": None if settings.caching == "default" else settings.caching,
-        "user": settings.attributionUser,
-        "tags": settings.attributionTags,
-    }
-    return {key: value for key, value in chosen.items() if value}
 
 
 def translate_tool(name: str, description: str, schema: dict[str, Any] | None, names: ToolNameMap) -> Item:

@@ -1,0 +1,147 @@
+"""A request's body in one pass: the conversation (translate.py), then every per-model field a
+request carries, decided here in the order each is written, a later step over an earlier one
+(rfcs/0007-network-and-options.md):
+
+1. the settings' own fields: the output limit, and `providerOptions.gateway`'s routing, privacy,
+   service tier, caching and attribution (a setting left at its default sends nothing);
+2. the `vercelAiGateway.modelOptions` patterns that match the model (application-scoped: a
+   workspace cannot set them), then a `vscode.lm` caller's `modelOptions`: extra body first, the
+   named options over it;
+3. the privacy settings that are on, held over whatever an extra body merged in;
+4. the reasoning effort, one the model accepts (offer/effort.py): the chat input's menu over a
+   caller's over the settings';
+5. the speed, "fast" only for a model with a fast tier (offer/speed.py): the chat input's menu over
+   the model's options;
+6. the encrypted reasoning asked back, decided last (an extra body may have asked for reasoning).
+
+What the model offers (its levels, its fast tier) comes from its catalogue entry, what the user
+chose in the chat input from the request's `modelConfiguration`; the translation of the messages
+never reaches back into any of it. The headers a model's options add go with the body (`extra_headers`).
+The context size the user chose is not a field: it is the limit the body is fitted into (fit.py)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..messages import ChatRequest
+from ..offer import speed
+from ..offer.catalogue import ModelInfo
+from ..offer.effort import MENU_KEY, Effort, by_rule, decide, level, nearest
+from ..settings import Settings, held_privacy
+from ..toolnames import ToolNameMap
+from .options import apply, for_model, from_caller
+from .translate import conversation
+
+log = logging.getLogger(__name__)
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+def build_request(
+    request: ChatRequest,
+    settings: Settings,
+    names: ToolNameMap,
+    model: ModelInfo | None = None,
+    unreasoned_as_text: bool = False,
+) -> dict[str, Any]:
+    """`model`: the catalogue's entry, None when the model is not in it. When it reasons, its
+    encrypted reasoning is asked for (the gateway stores nothing with `store: false`), to hand back
+    on the next tool turn (reasoning.py); models that do not reason refuse the `include`.
+    `unreasoned_as_text`: translate.conversation."""
+    body = conversation(request, names, unreasoned_as_text)
+    body.update(_from_settings(settings))  # 1
+    apply(body, for_model(request.model, settings.modelOptions))  # 2
+    caller = from_caller(request.modelOptions)
+    apply(body, caller)
+    _hold_privacy(body, settings)  # 3
+    _set_effort(body, request, settings, model, caller.reasoningEffort)  # 4
+    _set_speed(body, request, settings, model)  # 5
+    reasons = model is not None and model.reasoning  # 6
+    if reasons or "reasoning" in body or any(i["type"] == "reasoning" for i in body["input"]):
+        body["include"] = [ENCRYPTED_REASONING]
+    return body
+
+
+def extra_headers(request: ChatRequest, settings: Settings) -> dict[str, str]:
+    """The headers the model's options add to the request (the client puts them over its own)."""
+    return for_model(request.model, settings.modelOptions).extraHeaders
+
+
+def _from_settings(settings: Settings) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if settings.maxOutputTokens:
+        options["max_output_tokens"] = max(16, settings.maxOutputTokens)
+    routing = gateway_options(settings)
+    if routing:
+        options["providerOptions"] = {"gateway": routing}
+    return options
+
+
+def gateway_options(settings: Settings) -> dict[str, Any]:
+    """`providerOptions.gateway`: routing, privacy and attribution (names as in @ai-sdk/gateway's
+    GatewayProviderOptions, rfcs/0006-spend.md). A setting left at its default sends nothing."""
+    chosen: dict[str, Any] = {
+        "order": settings.gatewayOrder,
+        "only": settings.gatewayOnly,
+        "models": settings.gatewayModels,
+        "sort": None if settings.gatewaySort == "default" else settings.gatewaySort,
+        "zeroDataRetention": settings.zeroDataRetention,
+        "disallowPromptTraining": settings.disallowPromptTraining,
+        "serviceTier": None if settings.serviceTier == "default" else settings.serviceTier,
+        "caching": None if settings.caching == "default" else settings.caching,
+        "user": settings.attributionUser,
+        "tags": settings.attributionTags,
+    }
+    return {key: value for key, value in chosen.items() if value}
+
+
+def _hold_privacy(body: dict[str, Any], settings: Settings) -> None:
+    """The privacy settings that are on, written back over whatever a model's extraBody merged in
+    (rfcs/0007, "Privacy settings hold"); `store` is never the extraBody's (options.RESERVED_BODY_KEYS)."""
+    held = held_privacy(settings)
+    if held:
+        _gateway_option(body, held)
+
+
+def _set_effort(
+    body: dict[str, Any], request: ChatRequest, settings: Settings, model: ModelInfo | None, caller: Effort | None
+) -> None:
+    """The reasoning effort, from the menu in the chat input, a caller or the settings, as one the
+    model accepts; an effort an extra body set is held to the same levels."""
+    efforts = model.efforts if model is not None else None
+    decision = decide(
+        request.model,
+        efforts,
+        model is not None,
+        settings.effort_for(request.model),
+        request.modelConfiguration.get(MENU_KEY),
+        caller,
+    )
+    if decision.note:
+        log.info("%s", decision.note)
+    if decision.level is not None:
+        body["reasoning"] = {"effort": decision.level, "summary": "auto"}
+        return
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, dict) and isinstance(reasoning.get("effort"), str):
+        if model is not None and efforts is None:
+            body.pop("reasoning")  # a model that does not reason
+        elif (asked := level(reasoning["effort"])) is not None and asked != "default":
+            body["reasoning"] = {**reasoning, "effort": nearest(asked, efforts or by_rule(request.model))}
+
+
+def _set_speed(body: dict[str, Any], request: ChatRequest, settings: Settings, model: ModelInfo | None) -> None:
+    """`providerOptions.gateway.speed`: "fast" when the menu in the chat input or the model's options
+    ask for it and the model has a fast tier (speed.py); an extra body's own speed is left as set."""
+    asked = settings.speed_for(request.model)
+    chosen = speed.decide(model, asked, request.modelConfiguration.get(speed.MENU_KEY), None)
+    if chosen is not None:
+        _gateway_option(body, {"speed": chosen})
+
+
+def _gateway_option(body: dict[str, Any], fields: dict[str, Any]) -> None:
+    """`fields` over the body's `providerOptions.gateway`, copying on the way: the objects an
+    extraBody set stay as set (they are the setting's own)."""
+    provider_options = dict(body.get("providerOptions") or {})
+    provider_options["gateway"] = {**(provider_options.get("gateway") or {}), **fields}
+    body["providerOptions"] = provider_options
