@@ -9,6 +9,7 @@ metadata, and the metadata back into the thinking part's `state`), before the to
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from fake_gateway import FakeServer
 from fake_reasoning import MARKER, STEPS
 from gateway_lm.adapt import adapt_stream
 from gateway_lm.messages import MAX_ENCRYPTED, MAX_TAGGED, ChatRequest, PartOut, ReasoningItem
-from gateway_lm.reasoning import tag, untag
+from gateway_lm.reasoning import TAG, tag, untag
 from gateway_lm.replay import events_from_recording
 from gateway_lm.settings import Settings
 from gateway_lm.toolnames import ToolNameMap
@@ -162,6 +163,22 @@ async def test_a_malformed_state_in_history_is_dropped_not_fatal(sidecar: Sideca
         await sidecar.request("gateway/chat", {"requestId": f"m{n}", "model": "fake/reasoning", "messages": history})
         sent = gateway.gateway.requests[-1]["body"]["input"]
         assert all(item.get("type") != "reasoning" for item in sent)
+
+
+async def test_a_tag_whose_head_nests_too_deep_is_no_tag_and_every_turn_is_answered(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    # A 5 KB tag whose head is a 2,000-deep JSON list: json.loads gives up with a RecursionError. The
+    # tag stays in the conversation, so each later turn sends it back; each must still be answered.
+    deep = base64.urlsafe_b64encode(b"[" * 2000 + b"]" * 2000).decode().rstrip("=")
+    thinking = {"type": "thinking", "value": "t", "id": "rs_deep", "tagged": f"{TAG}.{deep}.enc"}
+    history = [user("[scenario:echo] hi"), {"role": 2, "name": None, "content": [thinking, text("ok")]}]
+    for turn in range(2):
+        history.append(user(f"[scenario:echo] turn {turn}"))
+        result = await chat(sidecar, f"deep{turn}", "fake/reasoning", history)
+        assert result["finishReason"] == "stop"
+        assert all(item.get("type") != "reasoning" for item in gateway.gateway.requests[-1]["body"]["input"])
+        history.append({"role": 2, "name": None, "content": [text(text_of(sidecar.parts[f"deep{turn}"]))]})
 
 
 # ---- the two halves on their own: the adapter's state, and where the items go back ----
