@@ -185,6 +185,24 @@ def test_only_a_budget_refusal_is_told_as_one(status: int, body: dict[str, Any],
         assert "one of its spend budgets" in error.message or "API key" in error.message
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"message": "The thinking budget exceeds max_tokens", "type": "invalid_request_error"},
+        {"message": "Bad request", "code": "thinking_budget_too_low"},
+        {"message": "thinking_budget is out of range; supported values are integers from 1 to 24576."},
+        {"message": "`max_tokens` must be greater than `thinking.budget_tokens`", "type": "invalid_request_error"},
+    ],
+)
+def test_a_thinking_budget_that_does_not_fit_is_a_request_error_not_a_spent_budget(error: dict[str, Any]) -> None:
+    # A budget of tokens, not of money: the request's effort and output limit did not fit together.
+    # Told as a spent budget, it sent the user to the Vercel dashboard's billing for a parameter.
+    for told in (error_from_response(400, json.dumps({"error": error}).encode()), error_from_stream(error, "failed")):
+        assert told.kind == "bad_request", told.message
+        assert "Thinking Effort" in told.message and "vercelAiGateway.maxOutputTokens" in told.message
+        assert "Budgets" not in told.message and "see the logs" not in told.message
+
+
 def test_a_budget_refusal_inside_the_stream_is_told_as_one() -> None:
     error = error_from_stream({"error": {"message": "User budget exceeded", "code": "budget_exceeded"}}, "failed")
     assert (error.kind, error.budget, error.status) == ("gateway_budget", "user", None)

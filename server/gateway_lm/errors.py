@@ -194,12 +194,31 @@ def invalid_key(key: str, grouped: bool) -> GatewayError | None:
 
 def with_advice(kind: ErrorKind, detail: str, error_type: str = "") -> str:
     """`detail` and what to do next: the advice for the gateway's `error_type` where it has its own,
-    else the kind's."""
+    for a refused thinking budget its own, else the kind's."""
     advice = _ADVICE_BY_TYPE.get(error_type.strip().lower()) or _ADVICE.get(kind, "")
+    if kind == "bad_request" and about_token_budget(f"{detail} {error_type}"):
+        advice = _TOKEN_BUDGET_ADVICE
     detail = detail.strip().rstrip(".")
     if not detail:
         return advice
     return f"{detail}. {advice}".strip()
+
+
+# A budget of tokens, not of money: the reasoning a request may spend. Anthropic: "`max_tokens` must
+# be greater than `thinking.budget_tokens`"; Gemini: "The thinking budget (52428) is invalid",
+# "thinking_budget is out of range"; a `thinking_budget_too_low` code; "The thinking budget exceeds
+# max_tokens". The request's effort and output limit did not fit together: a request error, never a
+# spent gateway budget (budget_refusal reads the words without these).
+_TOKEN_BUDGET = re.compile(r"\b(thinking|reasoning|tokens?)[\s_.-]*budget|\bbudget[\s_.-]*tokens", re.IGNORECASE)
+_TOKEN_BUDGET_ADVICE = (
+    "The model's thinking budget, which the reasoning effort sets, does not fit its output limit: choose"
+    " another Thinking Effort in the menu beside the model in the chat input, or raise"
+    " vercelAiGateway.maxOutputTokens (or the model's maxOutputTokens in vercelAiGateway.modelOptions)."
+)
+
+
+def about_token_budget(text: str) -> bool:
+    return _TOKEN_BUDGET.search(text) is not None
 
 
 def looks_like_overflow(text: str) -> bool:
@@ -287,9 +306,10 @@ def generation_id_of(payload: Any) -> str | None:
 # public source shows the gateway's exact answer, so it is known by what any budget refusal says: a
 # type or code that names a budget ("budget_exceeded", "api_key_budget_exceeded", "spend_limit"), or,
 # on a status other gateways refuse a budget with (402, 403, 429), a message saying a budget was
-# exceeded or reached. A provider's 400 about a *token* budget ("thinking.budget_tokens") matches
-# neither: `budget_tokens` is one word.
-_BUDGET_CODE = re.compile(r"budget(?!_?tokens)|spend[ _-]?(limit|cap|quota)", re.IGNORECASE)
+# exceeded or reached. A provider's answer about a *token* budget (`_TOKEN_BUDGET`: "thinking.budget_tokens",
+# "thinking_budget_too_low", "The thinking budget exceeds max_tokens") is read without those words,
+# so it matches neither.
+_BUDGET_CODE = re.compile(r"budget|spend[ _-]?(limit|cap|quota)", re.IGNORECASE)
 _BUDGET_WORDS = re.compile(
     r"\bbudget\b[^.]{0,80}?\b(exceed|reached|exhausted|spent|used up|over)"
     r"|\b(exceed\w*|reached|over|exhausted)\b[^.]{0,40}?\bbudget\b",
@@ -336,6 +356,7 @@ _BUDGET_WHERE: dict[BudgetScope | None, str] = {
 def budget_refusal(status: int | None, detail: str, code: str, param: Any = None) -> tuple[bool, BudgetScope | None]:
     """Whether an error answer is a refusal for one of the gateway's spend budgets, and which budget
     (None when the answer does not say). `status` is None for an error inside a stream."""
+    detail, code = _TOKEN_BUDGET.sub(" ", detail), _TOKEN_BUDGET.sub(" ", code)
     by_code = bool(code) and _BUDGET_CODE.search(code) is not None
     by_words = (status is None or status in _BUDGET_STATUSES) and _BUDGET_WORDS.search(detail) is not None
     if not (by_code or by_words) or (status is not None and not 400 <= status < 500):
@@ -408,7 +429,7 @@ def error_from_stream(payload: dict[str, Any] | None, fallback: str) -> GatewayE
         error.generation_id = generation_id
         return error
     kind = _kind_for_stream_code(code, message)
-    error = GatewayError(kind, with_advice(kind, f"The model stopped with an error: {message}"))
+    error = GatewayError(kind, with_advice(kind, f"The model stopped with an error: {message}", code))
     error.generation_id = generation_id
     return error
 
@@ -421,7 +442,7 @@ def _kind_for_stream_code(code: str, message: str) -> ErrorKind:
         return "context_overflow"
     if "auth" in lowered:
         return "auth"
-    if "invalid" in lowered:
+    if "invalid" in lowered or about_token_budget(f"{code} {message}"):
         return "bad_request"
     return "upstream"
 
