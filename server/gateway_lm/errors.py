@@ -226,13 +226,24 @@ def looks_like_overflow(text: str) -> bool:
     return any(hint in lowered for hint in _OVERFLOW_HINTS)
 
 
-# How providers refuse a tool call whose reasoning the history lost: Anthropic with thinking on
-# ("Expected `thinking` or `redacted_thinking`, but found `tool_use`", "a final `assistant` message
-# must start with a thinking block"), OpenAI ("… was provided without its required 'reasoning' item"),
-# Gemini 3 ("Function call is missing a thought_signature"), DeepSeek and others ("reasoning_content
-# is missing"); the fake gateway's strict scenario says "reasoning item missing".
+# How providers refuse a tool call whose reasoning the history lost, each in its own words (the 400s
+# as issue trackers quote them): Anthropic with thinking on ("Expected `thinking` or
+# `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message
+# must start with a thinking block …"), OpenAI ("Item 'fc_…' of type 'function_call' was provided
+# without its required 'reasoning' item"), Gemini 3 ("Function call is missing a thought_signature"),
+# DeepSeek ("Missing `reasoning_content` field in the assistant message", "The `reasoning_content` in
+# the thinking mode must be passed back to the API", the same of "`content[].thinking`"), Moonshot
+# ("reasoning_content is missing in assistant tool call message"). Only these: a match sends the
+# request again with calls as text and marks the model for the sidecar's life, so a refusal that
+# merely names thinking ("… when a thinking block budget is set", "Invalid `signature` in `thinking`
+# block") must not match.
 _LOST_REASONING = re.compile(
-    r"expected\W+(redacted_)?thinking|thinking block|reasoning\W{0,3}item|thought[_ ]signature|reasoning_content",
+    r"expected\W+thinking\W+or\W+redacted_thinking\W+but\W+found"
+    r"|must\W+start\W+with\W+a\W+thinking\W+block"
+    r"|without\W+its\W+required\W+reasoning\W+item"
+    r"|missing\W+(a\W+)?thought[_ ]signature"
+    r"|missing\W+reasoning_content\W+field|reasoning_content\W+is\W+missing"
+    r"|in\W+the\W+thinking\W+mode\W+must\W+be\W+passed\W+back",
     re.IGNORECASE,
 )
 
