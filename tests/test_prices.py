@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from typing import Any
 
 import pytest
@@ -220,4 +221,10 @@ def test_a_choice_stored_before_the_factor_moved_still_means_its_tier() -> None:
         info.maxInputTokens,
     ]
     assert [chosen_tokens(options, v) for v in (None, True, -1, math.inf, math.nan, "200000")] == [None] * 6
+    # The extremes of a positive float: the nearest option still, not "math domain error" (issue 43 §2.4).
+    assert [chosen_tokens(options, v) for v in (5e-324, 1e-300, sys.float_info.max)] == [
+        200_000,
+        200_000,
+        info.maxInputTokens,
+    ]
     assert chosen_tokens(context_options(info, 1.1)[:1], options[0].value) is None  # no menu

@@ -78,4 +78,6 @@ def chosen_tokens(options: list[ContextOption], value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         log.info("the context size %.40r is not a number of tokens: the whole window applies", value)
         return None
-    return min(options, key=lambda o: abs(math.log(value / o.value))).inputTokens
+    # The difference of the logs, not the log of the ratio: a ratio of the tiniest float (5e-324) to
+    # a value underflows to 0, whose log is a math domain error.
+    return min(options, key=lambda o: abs(math.log(value) - math.log(o.value))).inputTokens
