@@ -13,7 +13,7 @@ import pytest
 
 from fake_gateway import FakeServer
 from gateway_lm.catalogue import catalogue, pricing_from
-from gateway_lm.contextsize import chosen_tokens
+from gateway_lm.contextsize import MIN_OPTION_TOKENS, chosen_tokens
 from gateway_lm.fit import CLEARED, KEEP_NEWEST
 from gateway_lm.picker import CREDITS_PER_USD, context_options, host_pricing, picker_entry, price_category
 from gateway_lm.spend.prices import in_force, request_estimate, usage_cost
@@ -138,6 +138,36 @@ def test_no_menu_where_the_tier_starts_past_the_window() -> None:
     [info] = catalogue([model(TIERED, window=150_000, max_tokens=16_000)], 16_000)
     assert context_options(info) == []
     assert picker_entry(info).configurationSchema is None
+
+
+@pytest.mark.parametrize("start", [1, 2, 1000, MIN_OPTION_TOKENS])
+def test_a_tier_that_starts_below_any_real_prompt_is_no_option(start: int, caplog: pytest.LogCaptureFixture) -> None:
+    # Every real request reaches such a tier: "Up to 1 input tokens", preselected, would trim every
+    # request to nothing. It still prices requests; the options past it are billed at its rates.
+    low = {"cost": "0.000004", "min": start}
+    raw = {"input": "0.000003", "output": "0.000015", "input_tiers": [low, {"cost": "0.000006", "min": 200001}]}
+    with caplog.at_level(logging.WARNING, logger="gateway_lm.catalogue"):
+        listed = {m.id: m for m in catalogue([model(raw), {**model(TIERED), "id": "fake/fine"}], 16_000)}
+        [alone] = catalogue([model({**raw, "input_tiers": [low]})], 16_000)
+    info = listed["fake/long"]
+    assert [t.fromInputTokens for t in info.pricing.tiers] == [start, 200_001]
+    assert in_force(info.pricing, 20_000).input == 4.0
+    options = context_options(info)
+    assert [o.label for o in options] == ["200K", "1M"]
+    assert "$4.00 in / $15.00 out" in options[0].description
+    assert context_options(alone) == [] and picker_entry(alone).configurationSchema is None
+    lines = [r.getMessage() for r in caplog.records if "context size" in r.getMessage()]
+    assert len(lines) == 2 and "fake/long" in lines[0] and "fake/fine" not in lines[0], lines
+
+
+def test_a_tier_past_the_bound_is_an_option() -> None:
+    raw = {
+        "input": "0.000003",
+        "output": "0.000015",
+        "input_tiers": [{"cost": "0.000004", "min": MIN_OPTION_TOKENS + 1}],
+    }
+    [info] = catalogue([model(raw)], 16_000)
+    assert [o.inputTokens for o in context_options(info)] == [MIN_OPTION_TOKENS, info.maxInputTokens]
 
 
 def test_the_guard_and_the_records_price_the_tier_the_input_reaches() -> None:

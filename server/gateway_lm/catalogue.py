@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .contextsize import MIN_OPTION_TOKENS
 from .effort import Efforts, efforts_for
 from .messages import MAX_MODEL_ID
 from .speed import link_fast_tiers
@@ -209,6 +210,7 @@ def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list
     models: list[ModelInfo] = []
     unreadable = 0
     unpriced: list[str] = []
+    early: list[str] = []  # models with a tier that starts below any real prompt
     for raw in raw_models:
         try:
             model = model_from_gateway(raw, output_reservation)
@@ -219,11 +221,21 @@ def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list
             models.append(model)
             if model.unreadablePrices:
                 unpriced.append(model.id)
+            if any(t.fromInputTokens - 1 < MIN_OPTION_TOKENS for t in model.pricing.tiers):
+                early.append(model.id)
     if unreadable:
         log.warning("ignored %d catalogue entries that could not be read", unreadable)
     link_fast_tiers(models)
     if unpriced:  # one line for the list, not one per model: a catalogue is read every minute
         log.warning("dropped prices that could not be read from %d models (%s)", len(unpriced), ", ".join(unpriced[:5]))
+    if early:
+        log.warning(
+            "%d models have a price tier that starts before %d input tokens, which every real request reaches;"
+            " it prices requests, but no context size stops below it (%s)",
+            len(early),
+            MIN_OPTION_TOKENS,
+            ", ".join(early[:5]),
+        )
     return sorted(models, key=lambda m: (m.ownedBy, m.name.lower()))
 
 
