@@ -32,6 +32,7 @@ from .errors import (
     certificate_error,
     error_from_response,
     is_certificate_error,
+    shown,
     with_advice,
 )
 from .network import Route, route
@@ -165,7 +166,9 @@ class GatewayClient:
         """Events, one list per network read, so the caller's work per event stays synchronous."""
         content_type = response.headers.get("content-type", "")
         if "text/event-stream" not in content_type:
-            raise GatewayError("protocol", with_advice("protocol", f"Expected an event stream, got '{content_type}'"))
+            raise GatewayError(
+                "protocol", with_advice("protocol", f"Expected an event stream, got '{shown(content_type)}'")
+            )
         framer = SSEFramer()
         chunks = decoded(response)
         try:

@@ -99,6 +99,9 @@ _ADVICE_BY_TYPE: dict[str, str] = {
     ),
 }
 
+# Characters of the gateway's own words an error shows, and its log line holds: a message, a page's
+# title or text, a budget refusal's words (`shown`). Classifying reads them whole.
+MAX_DETAIL = 300
 _GENERATION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 _OVERFLOW_HINTS = (
     "context length",
@@ -273,13 +276,14 @@ def kind_for_status(status: int, detail: str = "", code: str = "") -> ErrorKind:
 
 
 def detail_from_body(body: bytes) -> tuple[str, str]:
-    """The gateway's message and code from `{error:{message,type,code}}`, or a short text for
-    anything else (an HTML 502 page must not flood the user's screen)."""
+    """The gateway's message and code from `{error:{message,type,code}}`, or the text of anything
+    else (an HTML 502 page: its title, or its text without tags), each whole: `shown` bounds what
+    the user sees of it."""
     text = body.decode("utf-8", errors="replace").strip()
     try:
         payload = json.loads(text)
-    except ValueError:
-        return _summarise_non_json(text), ""
+    except (ValueError, RecursionError):
+        return _text_of_page(text), ""
     if isinstance(payload, dict):
         err = payload.get("error", payload)
         if isinstance(err, dict):
@@ -288,17 +292,21 @@ def detail_from_body(body: bytes) -> tuple[str, str]:
             return message, code
         if isinstance(err, str):
             return err, ""
-    return text[:300], ""
+    return text, ""
 
 
-def _summarise_non_json(text: str) -> str:
+def _text_of_page(text: str) -> str:
     if "<" in text and ">" in text:
         title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
-        if title:
-            return " ".join(title.group(1).split())[:200]
-        stripped = re.sub(r"<[^>]+>", " ", text)
-        return " ".join(stripped.split())[:200]
-    return " ".join(text.split())[:300]
+        return title.group(1) if title else re.sub(r"<[^>]+>", " ", text)
+    return text
+
+
+def shown(words: str) -> str:
+    """The gateway's words as an error shows them: one line, at most MAX_DETAIL characters (a cut
+    ends with "…"). A 60,000-character message must not become the chat's error and a log line."""
+    line = " ".join(words.split())
+    return line if len(line) <= MAX_DETAIL else line[: MAX_DETAIL - 1] + "…"
 
 
 def generation_id_of(payload: Any) -> str | None:
@@ -392,7 +400,7 @@ def budget_error(scope: BudgetScope | None, detail: str, status: int | None) -> 
     """The words of a budget refusal: which budget, that waiting or retrying will not help, where it
     is changed, and that it is not this extension's own limit. The gateway's own words follow, without
     links and bounded (they are untrusted text)."""
-    said = " ".join(_URL.sub("(link removed)", detail).split())[:300]
+    said = shown(_URL.sub("(link removed)", detail))
     message = (
         f"The Vercel AI Gateway refused this request: {_BUDGET_WHAT[scope]} is used up. It stays refused"
         " until the budget resets (at the start of its period, UTC) or is raised: "
@@ -419,7 +427,7 @@ def error_from_response(status: int, body: bytes, retry_after: float | None = No
     else:
         kind = kind_for_status(status, detail, code)
         prefix = f"AI Gateway answered {status}"
-        message = with_advice(kind, f"{prefix}: {detail}" if detail else prefix, code)
+        message = with_advice(kind, f"{prefix}: {shown(detail)}" if detail.strip() else prefix, code)
         error = GatewayError(kind, message, status=status, retry_after=retry_after)
     error.generation_id = generation_id_of(payload)
     return error
@@ -440,7 +448,7 @@ def error_from_stream(payload: dict[str, Any] | None, fallback: str) -> GatewayE
         error.generation_id = generation_id
         return error
     kind = _kind_for_stream_code(code, message)
-    error = GatewayError(kind, with_advice(kind, f"The model stopped with an error: {message}", code))
+    error = GatewayError(kind, with_advice(kind, f"The model stopped with an error: {shown(message)}", code))
     error.generation_id = generation_id
     return error
 
