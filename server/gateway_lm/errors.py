@@ -6,6 +6,7 @@ Classification happens here, once; the extension renders by ``kind`` and never s
 from __future__ import annotations
 
 import json
+import os
 import re
 import ssl
 from typing import Any, Literal
@@ -167,10 +168,21 @@ def group_without_key() -> GatewayError:
     )
 
 
+# The environment variables a key comes from when a request names none (the CLI; the sidecar, which
+# inherits the editor's environment); the extension reads the same two (extension/keys.ts).
+KEY_VARIABLES = ("AI_GATEWAY_API_KEY", "VERCEL_OIDC_TOKEN")
+
+
+def key_variable(key: str) -> str | None:
+    """The environment variable that holds `key`, if one does: where the user must fix it."""
+    return next((name for name in KEY_VARIABLES if os.environ.get(name) == key), None)
+
+
 def invalid_key(key: str, grouped: bool) -> GatewayError | None:
     """A key that cannot go out in an `Authorization` header (a line break, a NUL, a character past
     ASCII: pasted with the text around it): refused before anything is sent, naming the character by
-    its code point (one character of the key, never the key). None for a key that can go out."""
+    its code point (one character of the key, never the key), and where to fix it: the environment
+    variable that holds it, else the provider group. None for a key that can go out."""
     for char in key:
         if " " <= char <= "~":
             continue
@@ -185,12 +197,19 @@ def invalid_key(key: str, grouped: bool) -> GatewayError | None:
             what = f"the character '{char}', which is not ASCII"
         else:
             what = "a character that is not ASCII"
+        held = f"it holds {what} (U+{code:04X}), which no API key holds, so nothing was sent."
+        variable = key_variable(key)
+        if variable:
+            return GatewayError(
+                "auth",
+                f"The API key in the environment variable {variable} is not valid: {held} Set the variable"
+                " again without it, then restart VS Code (or run the command again).",
+            )
         whose = "This model's provider group has an API key" if grouped else "The API key is one"
         return GatewayError(
             "auth",
-            f"{whose} that is not valid: it holds {what} (U+{code:04X}), which no API key holds, so nothing"
-            " was sent. Set the key again without it: Update API Key on the group in the Language Models"
-            " editor (Chat: Manage Language Models).",
+            f"{whose} that is not valid: {held} Set the key again without it: Update API Key on the group"
+            " in the Language Models editor (Chat: Manage Language Models).",
         )
     return None
 

@@ -13,6 +13,8 @@ import re
 import sys
 from collections.abc import Callable
 
+from .errors import KEY_VARIABLES
+
 LEVELS = {
     "error": logging.ERROR,
     "warn": logging.WARNING,
@@ -28,7 +30,7 @@ _ERROR_LINE = re.compile(r"^[\s|+]*([A-Za-z_][\w.]*: .*)$", re.MULTILINE)  # "  
 class Redactor:
     def __init__(self) -> None:
         self._secrets: set[str] = set()
-        for name in ("AI_GATEWAY_API_KEY", "VERCEL_OIDC_TOKEN"):
+        for name in KEY_VARIABLES:
             self.add(os.environ.get(name))
 
     def add(self, secret: str | None) -> None:
