@@ -103,6 +103,7 @@ _ADVICE_BY_TYPE: dict[str, str] = {
 # Characters of the gateway's own words an error shows, and its log line holds: a message, a page's
 # title or text, a budget refusal's words (`shown`). Classifying reads them whole.
 MAX_DETAIL = 300
+CUT = "…"  # ends words that were cut; logs.Redactor redacts a secret cut there too
 _GENERATION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 _OVERFLOW_HINTS = (
     "context length",
@@ -325,7 +326,7 @@ def shown(words: str) -> str:
     """The gateway's words as an error shows them: one line, at most MAX_DETAIL characters (a cut
     ends with "…"). A 60,000-character message must not become the chat's error and a log line."""
     line = " ".join(words.split())
-    return line if len(line) <= MAX_DETAIL else line[: MAX_DETAIL - 1] + "…"
+    return line if len(line) <= MAX_DETAIL else line[: MAX_DETAIL - 1] + CUT
 
 
 def generation_id_of(payload: Any) -> str | None:
