@@ -41,8 +41,11 @@ TIER_FIELDS = {
 # editor's hover as trusted markdown, and the extension passes both as they are (an id is what a
 # request names); so neither may hold markup: a link, an autolink, a reference definition, a line
 # break. Every id a gateway lists is made of these (`anthropic/claude-sonnet-4.5`); a version that is
-# not (`released` is a date or a timestamp) is replaced by the next candidate.
-SAFE_ID = re.compile(r"[A-Za-z0-9._~:/@+-]+")
+# not (`released` is a date or a timestamp) is replaced by the next candidate. Its twin is the
+# extension's check of the list it saved (extension/saved.ts, isSafeId), which VS Code gets before
+# the sidecar answers: the pattern crosses as a contract constant (contract.CONSTANTS).
+SAFE_ID_PATTERN = "^[A-Za-z0-9._~:/@+-]+$"
+SAFE_ID = re.compile(SAFE_ID_PATTERN)
 
 
 class Capabilities(BaseModel):
