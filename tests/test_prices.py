@@ -16,7 +16,7 @@ from gateway_lm.catalogue import catalogue, pricing_from
 from gateway_lm.contextsize import MIN_OPTION_TOKENS, chosen_tokens
 from gateway_lm.fit import CLEARED, KEEP_NEWEST
 from gateway_lm.picker import CREDITS_PER_USD, context_options, host_pricing, picker_entry, price_category
-from gateway_lm.spend.prices import in_force, request_estimate, usage_cost
+from gateway_lm.spend.prices import in_force, per_million, request_estimate, usage_cost, usd
 from gateway_lm.tokenizer import count_request
 from sidecar_client import Sidecar
 
@@ -168,6 +168,41 @@ def test_a_tier_past_the_bound_is_an_option() -> None:
     }
     [info] = catalogue([model(raw)], 16_000)
     assert [o.inputTokens for o in context_options(info)] == [MIN_OPTION_TOKENS, info.maxInputTokens]
+
+
+# One rule on both sides (extension/shared/money.ts perMillion and dollars, tests/ts/prices.test.ts):
+# zero, of either sign, is "$0.00"; two places from $0.10 up, else two significant digits.
+PER_MILLION_SHOWN = [
+    (0.0, "$0.00"),
+    (-0.0, "$0.00"),
+    (3.0, "$3.00"),
+    (0.5, "$0.50"),
+    (0.1, "$0.10"),
+    (0.075, "$0.075"),
+    (0.0376, "$0.038"),
+    (0.00126, "$0.0013"),
+    (0.000001, "$0.000001"),
+    (0.0000001, "<$0.000001"),
+]
+
+
+@pytest.mark.parametrize(("price", "shown"), PER_MILLION_SHOWN)
+def test_a_price_per_million_tokens_reads_as_money(price: float, shown: str) -> None:
+    assert per_million(price) == shown
+
+
+def test_a_free_model_reads_as_free_everywhere_its_price_is_shown() -> None:
+    # Issue 43 §2.11: "$0." for a free model, "$-0." for a price the gateway lists as "-0".
+    raw = {"input": "0", "output": "-0", "input_tiers": [{"cost": "0", "min": 0}, {"cost": "0.000001", "min": 200001}]}
+    listed = catalogue([{**model(raw), "tags": ["tool-use"]}, {**model(raw), "id": "fake/long-fast"}], 16_000)
+    info = next(m for m in listed if m.id == "fake/long")
+    entry = picker_entry(info)
+    assert entry.hostPricing is not None and entry.hostPricing.pricing == "$0.00 in / $0.00 out per million tokens"
+    assert entry.detail.endswith("$0.00/$0.00") and "$0.00 in / $0.00 out" in entry.tooltip
+    assert "billed at $0.00 in / $0.00 out" in context_options(info)[0].description
+    speed = entry.configurationSchema.properties.speed  # type: ignore[union-attr]
+    assert speed is not None and all(": $0.00 in / $0.00 out" in d for d in speed.enumDescriptions), speed
+    assert (usd(0.0), usd(-0.0)) == ("$0.00", "$0.00")
 
 
 def test_the_guard_and_the_records_price_the_tier_the_input_reaches() -> None:
