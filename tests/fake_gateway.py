@@ -578,8 +578,8 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "echo-request-400":  # quotes the fields at stake, then the body and headers, as JSON
         options, team = json.dumps(body.get("providerOptions")), json.dumps(entry["headers"].get("x-team"))
-        quoted = f"Invalid request: providerOptions {options}, x-team {team}, body {json.dumps(body)} with headers"
-        quoted += f" {json.dumps(entry['headers'])}"
+        quoted = f"Invalid request for providerOptions {options} and x-team {team}: body {json.dumps(body)}"
+        quoted += f" with headers {json.dumps(entry['headers'])}"
         h._json(400, {"error": {"message": quoted, "type": "invalid_request_error"}})
         return
     if scenario == "ratelimit-noheader":
