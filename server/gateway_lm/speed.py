@@ -88,9 +88,11 @@ def menu(model: ModelInfo, setting: Speed | None) -> SpeedProperty | None:
 
 
 def _prices(pricing: Pricing) -> str:
+    from .spend.prices import per_million  # here: spend.prices reads the catalogue, which imports this module
+
     if pricing.input is None or pricing.output is None:
         return " (no price in the model list)"
-    return f": ${pricing.input:g} in / ${pricing.output:g} out per million tokens"
+    return f": {per_million(pricing.input)} in / {per_million(pricing.output)} out per million tokens"
 
 
 def decide(model: ModelInfo | None, setting: Speed | None, chosen: Any, caller: Speed | None) -> Speed | None:
