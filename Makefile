@@ -93,14 +93,14 @@ test-node: $(VENV)/.ready node_modules/.ready
 	node --require ./out/tests/ts/register.js --test --test-timeout=300000 --test-reporter=spec out/tests/ts/*.test.js
 
 # A real VS Code (code-server) with Copilot Chat, set up once into ~/.cache/ai-gateway-lm-host;
-# screenshots go to /tmp/ai-gateway-lm-e2e (AI_GATEWAY_LM_ARTIFACTS).
+# screenshots go to /tmp/ai-gateway-lm-e2e/newest (AI_GATEWAY_LM_ARTIFACTS/<host>).
 test-e2e: build
 	node tests/e2e/api.mjs
 	node tests/e2e/ui.mjs
 
 # The API tests again on the oldest VS Code that engines.vscode admits (code-server 4.133.0 =
 # VS Code 1.133.0), set up once into ~/.cache/ai-gateway-lm-host-1.133.0, and the UI steps of what
-# that host has too (the Thinking Effort menu, the curated picker).
+# that host has too (the Thinking Effort menu, the curated picker); screenshots in …/oldest.
 test-e2e-oldest: build
 	AI_GATEWAY_LM_HOST=oldest node tests/e2e/api.mjs
 	AI_GATEWAY_LM_HOST=oldest AI_GATEWAY_LM_UI_STEPS=manage-models,model-picker,effort-menu,effort-sent,speed-menu,curated-picker,curated-picker-restored,groups-update-delete node tests/e2e/ui.mjs
@@ -134,13 +134,13 @@ test-e2e-firststart: build
 # Regenerates the README's screenshots (docs/*.png) from a UI run.
 screenshots: build
 	node tests/e2e/ui.mjs
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-model-picker.png docs/model-picker.png
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-effort-menu.png docs/effort-menu.png
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-tool-round-trip.png docs/answer-and-status-bar.png
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-chat-title.png docs/small-tasks-chat-title.png
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-commit-message.png docs/small-tasks-commit-message.png
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-groups.png docs/provider-groups.png
-	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/ui-*-usage-dashboard.png docs/usage-dashboard.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-model-picker.png docs/model-picker.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-effort-menu.png docs/effort-menu.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-tool-round-trip.png docs/answer-and-status-bar.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-chat-title.png docs/small-tasks-chat-title.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-commit-message.png docs/small-tasks-commit-message.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-groups.png docs/provider-groups.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-usage-dashboard.png docs/usage-dashboard.png
 
 # `make test` (what .ci/run runs): these steps in this order, each within its own budget in seconds
 # (scripts/within-budget.sh), so a step that hangs is stopped and named ("step test-e2e ran past its

@@ -506,6 +506,7 @@ export const MAX_PROVIDER = 100;
 export const MAX_TIME = 40;
 export const MAX_TOKEN_COUNT = 1099511627776;
 export const MAX_USD = 1000000000;
+export const SAFE_ID_PATTERN = '^[A-Za-z0-9._~:/@+-]+$';
 export const SECRET_WORDS = ['apikey', 'secret', 'token', 'password', 'passwd', 'credential', 'privatekey', 'accesskey', 'auth'] as const;
 export const SETTING_IDS = {
   baseUrl: 'vercelAiGateway.baseUrl',

@@ -28,9 +28,13 @@ export function hidingSettings(config: vscode.WorkspaceConfiguration, extensionI
 
 /** VS Code compares extension ids without case. */
 function allowed(map: unknown, extensionId: string): boolean {
-  if (typeof map !== 'object' || map === null) return false;
+  if (!isMap(map)) return false;
   const wanted = extensionId.toLowerCase();
   return Object.entries(map).some(([id, on]) => id.toLowerCase() === wanted && on === true);
+}
+
+function isMap(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export class HarnessNotice {
@@ -54,24 +58,60 @@ export class HarnessNotice {
     const hiding = hidingSettings(vscode.workspace.getConfiguration(), this.extensionId);
     if (!hiding.length) return;
     await this.state.update(TOLD_KEY, true);
-    const names = hiding.map((name) => `'${name}'`).join(' and ');
+    const names = quoted(hiding);
     const answer = await notify(
       'info',
       `Vercel AI Gateway models are hidden from Copilot's agent harness and the Agents window until ${names} ${hiding.length > 1 ? 'are' : 'is'} on. Turn ${hiding.length > 1 ? 'them' : 'it'} on in your user settings?`,
       TURN_ON,
     );
     if (answer !== TURN_ON) return;
-    await turnOn(vscode.workspace.getConfiguration(), hiding, this.extensionId);
-    this.log.info(`Turned on ${names} in the user settings: our models are offered to Copilot's agent harness and the Agents window.`);
+    await turnOn(vscode.workspace.getConfiguration(), hiding, this.extensionId, this.log);
+    // What VS Code reads now: a workspace's (or folder's) value of a setting of window scope wins over
+    // the user's, and a workspace's settings are never written, so the click may change nothing there.
+    const config = vscode.workspace.getConfiguration();
+    const still = hidingSettings(config, this.extensionId).filter((name) => hiding.includes(name));
+    const on = hiding.filter((name) => !still.includes(name));
+    if (on.length) this.log.info(`Turned on ${quoted(on)} in the user settings: our models are offered to Copilot's agent harness and the Agents window.`);
+    if (!still.length) return;
+    const byWorkspace = still.every((name) => {
+      const values = config.inspect(name);
+      return values?.workspaceValue !== undefined || values?.workspaceFolderValue !== undefined;
+    });
+    const it = still.length > 1 ? 'them' : 'it';
+    const why = byWorkspace
+      ? `this workspace's settings turn ${it} off, and they win over your user settings. Remove ${it} from them (.vscode/settings.json, or the .code-workspace file)`
+      : `VS Code still reads ${it} as off (a policy or another settings layer holds ${it}). Look for ${it} in the Settings editor`;
+    const text = `${quoted(still)} ${still.length > 1 ? 'are' : 'is'} still off: ${why} to offer Vercel AI Gateway models to Copilot's agent harness.`;
+    this.log.warn(text);
+    void notify('warning', text);
   }
 }
 
-/** Writes the user's settings only (never a workspace's), keeping the other extensions' entries. */
-export async function turnOn(config: vscode.WorkspaceConfiguration, hiding: readonly string[], extensionId: string): Promise<void> {
+function quoted(names: readonly string[]): string {
+  return names.map((name) => `'${name}'`).join(' and ');
+}
+
+/** Writes the user's settings only (never a workspace's), keeping the other extensions' entries. Our
+ * id goes in as VS Code reads it: it keys such maps by the id without case (an ExtensionIdentifierMap,
+ * a later entry replacing an earlier one, as it reads `extensions.supportVirtualWorkspaces`), so an
+ * entry for it in another letter case is replaced, not left beside ours; a value that is no map (an
+ * array: VS Code reads no id from it) becomes one, logged. */
+export async function turnOn(
+  config: vscode.WorkspaceConfiguration,
+  hiding: readonly string[],
+  extensionId: string,
+  log: Pick<vscode.LogOutputChannel, 'warn'>,
+): Promise<void> {
   if (hiding.includes(BYOK_MODELS)) await config.update(BYOK_MODELS, true, vscode.ConfigurationTarget.Global);
   if (hiding.includes(AGENTS_WINDOW)) {
-    const current = config.inspect<Record<string, unknown>>(AGENTS_WINDOW)?.globalValue;
-    const kept = typeof current === 'object' && current !== null ? current : {};
-    await config.update(AGENTS_WINDOW, { ...kept, [extensionId]: true }, vscode.ConfigurationTarget.Global);
+    const current = config.inspect(AGENTS_WINDOW)?.globalValue;
+    if (current !== undefined && !isMap(current)) {
+      log.warn(
+        `'${AGENTS_WINDOW}' held no map of extension ids (${Array.isArray(current) ? 'a list' : typeof current}), which VS Code reads as none: it is now one.`,
+      );
+    }
+    const wanted = extensionId.toLowerCase();
+    const kept = Object.entries(isMap(current) ? current : {}).filter(([id]) => id.toLowerCase() !== wanted);
+    await config.update(AGENTS_WINDOW, { ...Object.fromEntries(kept), [extensionId]: true }, vscode.ConfigurationTarget.Global);
   }
 }

@@ -11,7 +11,7 @@ import { spendLimitOf } from './records';
 import type { ChatParams } from './contract';
 import type { Refusal } from './records';
 import type { Rpc } from './sidecar/rpc';
-import { TokenCounter } from './counts/memo';
+import { TokenCounter, unlessCancelled } from './counts/memo';
 import { ToolPrefetch, type ToolInfo } from './counts/prefetch';
 import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
 
@@ -66,6 +66,7 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
     private readonly hooks: ProviderHooks,
   ) {
     this.tokens = new TokenCounter(rpc);
+    this.tokens.cancelled = () => new vscode.CancellationError();
     this.prefetch = new ToolPrefetch(this.tokens, {
       tools: () => hooks.tools(),
       targets: () => this.prefetchTargets(),
@@ -263,19 +264,25 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   // Copilot calls this thousands of times per agent iteration, one await at a time (rfcs/0004).
   // A count we know is answered at once, without reading vscode.lm.tools (VS Code builds a new
   // array on every read) or chaining promises.
+  /** A count Copilot cancels rejects at once (a CancellationError), and its request to the sidecar
+   * is cancelled (`$/cancelRequest`) when no other count waits for it (counts/memo.ts). */
   provideTokenCount(
     model: vscode.LanguageModelChatInformation,
     text: string | vscode.LanguageModelChatRequestMessage,
-    _token: vscode.CancellationToken,
+    token: vscode.CancellationToken,
   ): Thenable<number> {
     if (typeof text !== 'string') {
-      return this.tokens.countMessage(model.id, text, Number(text.role), soleText(text), () => serializeMessage(text, false));
+      return this.tokens.countMessage(model.id, text, Number(text.role), soleText(text), () => serializeMessage(text, false), token);
     }
     const known = this.tokens.known(model.id, text);
     if (known !== undefined) return Promise.resolve(known);
     // A string we have not counted: perhaps the tools changed. One read of vscode.lm.tools per miss,
     // and every tool string not yet known counted in one batch, before Copilot asks for it.
-    return this.prefetch.learn(model.id).then(() => this.tokens.count(model.id, text));
+    return unlessCancelled(
+      this.prefetch.learn(model.id).then(() => this.tokens.count(model.id, text, token)),
+      token,
+      this.tokens.cancelled,
+    );
   }
 }
 

@@ -4,6 +4,7 @@
 // because of it.
 import {
   MAX_MODEL_ID,
+  SAFE_ID_PATTERN,
   type Capabilities,
   type EffortProperty,
   type HostPricing,
@@ -77,10 +78,10 @@ const HOST_PRICING: Checks<HostPricing> = {
   priceCategory: (value) => value === null || PRICE_CATEGORIES.includes(value),
 };
 const MODEL: Checks<ModelEntry> = {
-  id: isModelId,
+  id: isSafeId,
   name: isString,
-  family: isString,
-  version: isString,
+  family: isSafeId,
+  version: isSafeId,
   contextWindow: isTokenLimit,
   maxInputTokens: isTokenLimit,
   maxOutputTokens: isTokenLimit,
@@ -90,7 +91,7 @@ const MODEL: Checks<ModelEntry> = {
   tags: (value) => Array.isArray(value) && value.every(isString),
   ownedBy: isString,
   description: isString,
-  fastTierOf: (value) => value === null || isModelId(value),
+  fastTierOf: (value) => value === null || isSafeId(value),
   tooltip: isString,
   detail: isString,
   budgetFactor: (value) => typeof value === 'number' && value >= 0.5 && value <= 3,
@@ -155,9 +156,14 @@ function isString(value: unknown): value is string {
   return typeof value === 'string';
 }
 
-/** A model id as the sidecar's catalogue takes one: not empty, at most MAX_MODEL_ID characters. */
-function isModelId(value: unknown): value is string {
-  return isString(value) && value.length > 0 && value.length <= MAX_MODEL_ID;
+const SAFE_ID = new RegExp(SAFE_ID_PATTERN);
+
+/** A model id, family or version as the sidecar's catalogue makes one (its twin: catalogue.py,
+ * SAFE_ID, whose pattern contract.ts carries): at most MAX_MODEL_ID characters of those a model id
+ * holds, so no markup (a link, an autolink, a line break) reaches VS Code's hover, which draws
+ * `id@version` as trusted markdown, from a file that may hold anything. */
+function isSafeId(value: unknown): value is string {
+  return isString(value) && value.length <= MAX_MODEL_ID && SAFE_ID.test(value);
 }
 
 function isBoolean(value: unknown): boolean {

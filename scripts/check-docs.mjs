@@ -72,6 +72,7 @@ const EXTERNAL = new Set([
   'agentHostByokLmHandler.ts', // the same file, by its name
   'platform/agentHost/common/agentHostByokLm.ts', // VS Code's sources (RFC 0009)
   'src/vs/base/common/linkedText.ts', // VS Code's sources: the links of a notification's text
+  'src/vs/workbench/services/extensions/common/extensionManifestPropertiesService.ts', // VS Code's sources: how it reads a map of extension ids (RFC 0009)
   'server-main.js', // code-server's VS Code server, in its bundle (RFC 0009)
   'sysconfig.py', // CPython's standard library
   'download-metadata.json', // uv's record of python-build-standalone's releases and their sha256

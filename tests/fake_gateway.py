@@ -576,8 +576,10 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     if scenario == "echo-key-401":
         h._json(401, echo_key_error(h.headers.get("authorization")))
         return
-    if scenario == "echo-request-400":  # quotes the body as sent and the headers as JSON, as providers do
-        quoted = f"Invalid request {json.dumps(body)} with headers {json.dumps(entry['headers'])}"
+    if scenario == "echo-request-400":  # quotes the fields at stake, then the body and headers, as JSON
+        options, team = json.dumps(body.get("providerOptions")), json.dumps(entry["headers"].get("x-team"))
+        quoted = f"Invalid request for providerOptions {options} and x-team {team}: body {json.dumps(body)}"
+        quoted += f" with headers {json.dumps(entry['headers'])}"
         h._json(400, {"error": {"message": quoted, "type": "invalid_request_error"}})
         return
     if scenario == "ratelimit-noheader":

@@ -44,6 +44,10 @@ def decoded(blob: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+# What OpenAI answers when a call comes without the reasoning item that preceded it (mastra-ai/mastra#8738).
+LOST = "Item '{call}' of type 'function_call' was provided without its required 'reasoning' item."
+
+
 def rejection(body: dict[str, Any]) -> str | None:
     """Why a strict provider refuses this input, or None."""
     model = str(body.get("model"))
@@ -58,7 +62,7 @@ def rejection(body: dict[str, Any]) -> str | None:
             before = items[index - 1] if index else {}
             secret = decoded(before.get("encrypted_content")) if before.get("type") == "reasoning" else None
             if secret is None or secret.get("call") != call_id:
-                return f"reasoning item missing: function_call {call_id} must follow the reasoning that preceded it"
+                return LOST.format(call=call_id)
     return None
 
 
@@ -207,7 +211,7 @@ def agent_rejection(body: dict[str, Any]) -> str | None:
         ),
         0,
     )
-    words = THINKING_MISSING if problem.startswith("reasoning item missing") else SIGNATURE_INVALID
+    words = THINKING_MISSING if problem.startswith(LOST.partition("{")[0]) else SIGNATURE_INVALID
     return words.format(index=_message_index(items, position))
 
 

@@ -111,6 +111,13 @@ def test_an_echoed_key_never_appears_in_output(gateway: FakeServer, command: tup
     assert "sk-secret-canary-123" not in run.stdout + run.stderr
 
 
+def test_an_environment_key_with_a_line_break_is_an_auth_error_naming_the_variable(gateway: FakeServer) -> None:
+    run = cli("chat", "--base-url", gateway.base_url, "--model", "fake/text", "hi", env={"AI_GATEWAY_API_KEY": "k\n"})
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.startswith("error: auth: The API key in the environment variable AI_GATEWAY_API_KEY is not valid")
+    assert gateway.gateway.requests == []
+
+
 def _frame(message: dict[str, object]) -> bytes:
     body = json.dumps(message).encode()
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

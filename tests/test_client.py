@@ -13,7 +13,7 @@ import pytest
 from conftest import text_of
 from fake_gateway import FakeServer
 from gateway_lm.gateway.client import MAX_REPORTED_RETRY_AFTER, GatewayClient, parse_retry_after
-from gateway_lm.gateway.errors import GatewayError, error_from_response, error_from_stream
+from gateway_lm.gateway.errors import MAX_DETAIL, GatewayError, error_from_response, error_from_stream
 from gateway_lm.messages import ChatRequest
 from gateway_lm.offer.catalogue import catalogue
 from gateway_lm.pipeline import ChatOutcome, stream_chat
@@ -183,6 +183,46 @@ def test_only_a_budget_refusal_is_told_as_one(status: int, body: dict[str, Any],
     if kind == "gateway_budget":
         assert error.budget == ("key" if status == 402 else None)
         assert "one of its spend budgets" in error.message or "API key" in error.message
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"message": "The thinking budget exceeds max_tokens", "type": "invalid_request_error"},
+        {"message": "Bad request", "code": "thinking_budget_too_low"},
+        {"message": "thinking_budget is out of range; supported values are integers from 1 to 24576."},
+        {"message": "`max_tokens` must be greater than `thinking.budget_tokens`", "type": "invalid_request_error"},
+    ],
+)
+def test_a_thinking_budget_that_does_not_fit_is_a_request_error_not_a_spent_budget(error: dict[str, Any]) -> None:
+    # A budget of tokens, not of money: the request's effort and output limit did not fit together.
+    # Told as a spent budget, it sent the user to the Vercel dashboard's billing for a parameter.
+    for told in (error_from_response(400, json.dumps({"error": error}).encode()), error_from_stream(error, "failed")):
+        assert told.kind == "bad_request", told.message
+        assert "Thinking Effort" in told.message and "vercelAiGateway.maxOutputTokens" in told.message
+        assert "Budgets" not in told.message and "see the logs" not in told.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        json.dumps({"error": {"message": "context length exceeded. " + "x" * 60_000, "type": "invalid"}}),
+        json.dumps({"error": "y" * 60_000}),
+        json.dumps(["z" * 60_000]),
+        "<html><title>" + "t" * 60_000 + "</title></html>",
+        "w " * 30_000,
+        "[" * 5_000 + "]" * 5_000,  # JSON nested too deep for the parser
+    ],
+)
+def test_the_gateways_words_in_an_error_are_bounded_whatever_the_body(body: str) -> None:
+    # A 60,000-character message became the chat's error and one log line of that length.
+    # Our own words around theirs (a prefix, the advice) are under 300 characters.
+    error = error_from_response(400, body.encode())
+    assert error.kind in ("bad_request", "context_overflow")
+    assert len(error.message) < MAX_DETAIL + 300, len(error.message)
+    assert "…" in error.message or len(body) < MAX_DETAIL
+    stream = error_from_stream({"error": {"message": body}}, "failed")
+    assert len(stream.message) < MAX_DETAIL + 300, len(stream.message)
 
 
 def test_a_budget_refusal_inside_the_stream_is_told_as_one() -> None:

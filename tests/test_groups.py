@@ -121,6 +121,33 @@ async def test_a_group_key_no_header_can_carry_is_refused_naming_the_key(
         await side.stop()
 
 
+@pytest.mark.parametrize("variable", ["AI_GATEWAY_API_KEY", "VERCEL_OIDC_TOKEN"])
+async def test_an_environment_key_no_header_can_carry_is_refused_naming_the_variable(
+    gateway: FakeServer, tmp_path: Path, variable: str
+) -> None:
+    # The key the sidecar takes from its environment (no key in the request), or the extension passes
+    # on from it: each refused as a key from the editor is, naming the variable, not "Internal error".
+    env = {"AI_GATEWAY_API_KEY": "", "VERCEL_OIDC_TOKEN": "", variable: MY_KEY + "\n"}
+    side = Sidecar()
+    await side.start(gateway.base_url, {"stateDir": str(tmp_path)}, env=env)
+    try:
+        for method, params in (
+            ("gateway/chat", chat("e1")),
+            ("gateway/chat", chat("e2", apiKey=MY_KEY + "\n")),
+            ("gateway/models", {}),
+            ("gateway/credits", {}),
+        ):
+            with pytest.raises(JsonRpcException) as refused:
+                await side.request(method, params)
+            assert refused.value.data["kind"] == "auth", (method, refused.value.message)
+            message = refused.value.message
+            assert f"The API key in the environment variable {variable} is not valid" in message, message
+            assert "a line break (U+000A)" in message and MY_KEY[5:] not in message
+        assert gateway.gateway.requests == [], "nothing went out"
+    finally:
+        await side.stop()
+
+
 # The table as the release before groups created it (history.py's schema without `grp`).
 OLD_SCHEMA = """
 CREATE TABLE usage (

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from typing import Any
 
 import pytest
 
 from fake_gateway import FakeServer
+from gateway_lm.money import per_million, usd
 from gateway_lm.offer.catalogue import catalogue, pricing_from
-from gateway_lm.offer.contextsize import chosen_tokens
+from gateway_lm.offer.contextsize import MIN_OPTION_TOKENS, chosen_tokens
 from gateway_lm.offer.picker import CREDITS_PER_USD, context_options, host_pricing, picker_entry, price_category
 from gateway_lm.request.fit import CLEARED, KEEP_NEWEST
 from gateway_lm.spend.prices import in_force, request_estimate, usage_cost
@@ -139,6 +141,71 @@ def test_no_menu_where_the_tier_starts_past_the_window() -> None:
     assert picker_entry(info).configurationSchema is None
 
 
+@pytest.mark.parametrize("start", [1, 2, 1000, MIN_OPTION_TOKENS])
+def test_a_tier_that_starts_below_any_real_prompt_is_no_option(start: int, caplog: pytest.LogCaptureFixture) -> None:
+    # Every real request reaches such a tier: "Up to 1 input tokens", preselected, would trim every
+    # request to nothing. It still prices requests; the options past it are billed at its rates.
+    low = {"cost": "0.000004", "min": start}
+    raw = {"input": "0.000003", "output": "0.000015", "input_tiers": [low, {"cost": "0.000006", "min": 200001}]}
+    with caplog.at_level(logging.WARNING, logger="gateway_lm.offer.catalogue"):
+        listed = {m.id: m for m in catalogue([model(raw), {**model(TIERED), "id": "fake/fine"}], 16_000)}
+        [alone] = catalogue([model({**raw, "input_tiers": [low]})], 16_000)
+    info = listed["fake/long"]
+    assert [t.fromInputTokens for t in info.pricing.tiers] == [start, 200_001]
+    assert in_force(info.pricing, 20_000).input == 4.0
+    options = context_options(info)
+    assert [o.label for o in options] == ["200K", "1M"]
+    assert "$4.00 in / $15.00 out" in options[0].description
+    assert context_options(alone) == [] and picker_entry(alone).configurationSchema is None
+    lines = [r.getMessage() for r in caplog.records if "context size" in r.getMessage()]
+    assert len(lines) == 2 and "fake/long" in lines[0] and "fake/fine" not in lines[0], lines
+
+
+def test_a_tier_past_the_bound_is_an_option() -> None:
+    raw = {
+        "input": "0.000003",
+        "output": "0.000015",
+        "input_tiers": [{"cost": "0.000004", "min": MIN_OPTION_TOKENS + 1}],
+    }
+    [info] = catalogue([model(raw)], 16_000)
+    assert [o.inputTokens for o in context_options(info)] == [MIN_OPTION_TOKENS, info.maxInputTokens]
+
+
+# One rule on both sides (extension/shared/money.ts perMillion and dollars, tests/ts/prices.test.ts):
+# zero, of either sign, is "$0.00"; two places from $0.10 up, else two significant digits.
+PER_MILLION_SHOWN = [
+    (0.0, "$0.00"),
+    (-0.0, "$0.00"),
+    (3.0, "$3.00"),
+    (0.5, "$0.50"),
+    (0.1, "$0.10"),
+    (0.075, "$0.075"),
+    (0.0376, "$0.038"),
+    (0.00126, "$0.0013"),
+    (0.000001, "$0.000001"),
+    (0.0000001, "<$0.000001"),
+]
+
+
+@pytest.mark.parametrize(("price", "shown"), PER_MILLION_SHOWN)
+def test_a_price_per_million_tokens_reads_as_money(price: float, shown: str) -> None:
+    assert per_million(price) == shown
+
+
+def test_a_free_model_reads_as_free_everywhere_its_price_is_shown() -> None:
+    # Issue 43 §2.11: "$0." for a free model, "$-0." for a price the gateway lists as "-0".
+    raw = {"input": "0", "output": "-0", "input_tiers": [{"cost": "0", "min": 0}, {"cost": "0.000001", "min": 200001}]}
+    listed = catalogue([{**model(raw), "tags": ["tool-use"]}, {**model(raw), "id": "fake/long-fast"}], 16_000)
+    info = next(m for m in listed if m.id == "fake/long")
+    entry = picker_entry(info)
+    assert entry.hostPricing is not None and entry.hostPricing.pricing == "$0.00 in / $0.00 out per million tokens"
+    assert entry.detail.endswith("$0.00/$0.00") and "$0.00 in / $0.00 out" in entry.tooltip
+    assert "billed at $0.00 in / $0.00 out" in context_options(info)[0].description
+    speed = entry.configurationSchema.properties.speed  # type: ignore[union-attr]
+    assert speed is not None and all(": $0.00 in / $0.00 out" in d for d in speed.enumDescriptions), speed
+    assert (usd(0.0), usd(-0.0)) == ("$0.00", "$0.00")
+
+
 def test_the_guard_and_the_records_price_the_tier_the_input_reaches() -> None:
     pricing, _ = pricing_from(TIERED)
     assert in_force(pricing, 200_000).input == 3.0
@@ -220,4 +287,10 @@ def test_a_choice_stored_before_the_factor_moved_still_means_its_tier() -> None:
         info.maxInputTokens,
     ]
     assert [chosen_tokens(options, v) for v in (None, True, -1, math.inf, math.nan, "200000")] == [None] * 6
+    # The extremes of a positive float: the nearest option still, not "math domain error" (issue 43 §2.4).
+    assert [chosen_tokens(options, v) for v in (5e-324, 1e-300, sys.float_info.max)] == [
+        200_000,
+        200_000,
+        info.maxInputTokens,
+    ]
     assert chosen_tokens(context_options(info, 1.1)[:1], options[0].value) is None  # no menu

@@ -9,6 +9,7 @@ metadata, and the metadata back into the thinking part's `state`), before the to
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,10 +20,11 @@ from pygls.exceptions import JsonRpcException
 
 from conftest import text_of
 from fake_gateway import FakeServer
-from fake_reasoning import MARKER, STEPS
+from fake_reasoning import MARKER, SIGNATURE_INVALID, STEPS, THINKING_MISSING
+from gateway_lm.gateway.errors import error_from_response, refuses_lost_reasoning
 from gateway_lm.gateway.replay import events_from_recording
 from gateway_lm.messages import MAX_ENCRYPTED, MAX_TAGGED, ChatRequest, PartOut, ReasoningItem
-from gateway_lm.reasoning import tag, untag
+from gateway_lm.reasoning import TAG, tag, untag
 from gateway_lm.request.body import build_request
 from gateway_lm.settings import Settings
 from gateway_lm.stream.adapt import adapt_stream
@@ -162,6 +164,22 @@ async def test_a_malformed_state_in_history_is_dropped_not_fatal(sidecar: Sideca
         await sidecar.request("gateway/chat", {"requestId": f"m{n}", "model": "fake/reasoning", "messages": history})
         sent = gateway.gateway.requests[-1]["body"]["input"]
         assert all(item.get("type") != "reasoning" for item in sent)
+
+
+async def test_a_tag_whose_head_nests_too_deep_is_no_tag_and_every_turn_is_answered(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
+    # A 5 KB tag whose head is a 2,000-deep JSON list: json.loads gives up with a RecursionError. The
+    # tag stays in the conversation, so each later turn sends it back; each must still be answered.
+    deep = base64.urlsafe_b64encode(b"[" * 2000 + b"]" * 2000).decode().rstrip("=")
+    thinking = {"type": "thinking", "value": "t", "id": "rs_deep", "tagged": f"{TAG}.{deep}.enc"}
+    history = [user("[scenario:echo] hi"), {"role": 2, "name": None, "content": [thinking, text("ok")]}]
+    for turn in range(2):
+        history.append(user(f"[scenario:echo] turn {turn}"))
+        result = await chat(sidecar, f"deep{turn}", "fake/reasoning", history)
+        assert result["finishReason"] == "stop"
+        assert all(item.get("type") != "reasoning" for item in gateway.gateway.requests[-1]["body"]["input"])
+        history.append({"role": 2, "name": None, "content": [text(text_of(sidecar.parts[f"deep{turn}"]))]})
 
 
 # ---- the two halves on their own: the adapter's state, and where the items go back ----
@@ -417,3 +435,39 @@ def test_a_step_without_its_reasoning_goes_as_text_only_when_asked() -> None:
         "function_call",
         "function_call_output",
     ]
+
+
+# How providers refuse a tool call whose reasoning the history lost, in their own words (issue
+# trackers quoting the providers' 400s: anomalyco/opencode#3077, mastra-ai/mastra#8738,
+# manthanabc/paws#103, abhigyanpatwari/GitNexus#43, crewAIInc/crewAI#5878, iOfficeAI/AionUi#2746).
+LOST_REASONING = [
+    THINKING_MISSING.format(index=1) + " Please consult our documentation at https://docs.claude.com/en/docs/",
+    "Item 'fc_0a03' of type 'function_call' was provided without its required 'reasoning' item: 'rs_0a03'.",
+    "Function call is missing a thought_signature in functionCall parts. This is required for tools to work"
+    " correctly, and missing thought_signature may lead to degraded model performance.",
+    "Missing `reasoning_content` field in the assistant message at message index 2.",
+    "The `reasoning_content` in the thinking mode must be passed back to the API.",
+    "The `content[].thinking` in the thinking mode must be passed back to the API.",
+    "thinking is enabled but reasoning_content is missing in assistant tool call message at index 2",
+]
+# Refusals that name thinking or reasoning for another reason (the first as issue 43 §2.3 met it, the
+# others providers' own): sending the calls as text cannot help.
+NOT_LOST_REASONING = [
+    "temperature is not supported when a thinking block budget is set",
+    "`max_tokens` must be greater than `thinking.budget_tokens`.",
+    SIGNATURE_INVALID.format(index=1),
+    "The encrypted content for item rs_1 could not be verified.",
+    "Item 'rs_0c38' of type 'reasoning' was provided without its required following item.",
+]
+
+
+@pytest.mark.parametrize(
+    ("words", "lost"), [(w, True) for w in LOST_REASONING] + [(w, False) for w in NOT_LOST_REASONING]
+)
+def test_only_a_refusal_for_lost_reasoning_is_told_as_one(words: str, lost: bool) -> None:
+    # A match sends the request again with the calls as text and marks the model for the sidecar's
+    # life (chats.ChatService._stream): a false one costs a request and every later turn's reasoning.
+    error = error_from_response(
+        400, json.dumps({"error": {"message": words, "type": "invalid_request_error"}}).encode()
+    )
+    assert refuses_lost_reasoning(error) is lost

@@ -53,7 +53,10 @@ async def test_a_model_with_a_fast_tier_gets_a_speed_menu_with_both_prices(sidec
     menu = speedy["speed"]
     assert (menu["enum"], menu["default"], menu["group"]) == (["standard", "fast"], "standard", "navigation")
     assert menu["enumItemLabels"] == ["Standard", "Fast"]
-    assert "$2 in / $8 out" in menu["enumDescriptions"][0] and "$12 in / $48 out" in menu["enumDescriptions"][1]
+    assert (
+        "$2.00 in / $8.00 out" in menu["enumDescriptions"][0]
+        and "$12.00 in / $48.00 out" in menu["enumDescriptions"][1]
+    )
     # Beside effort's for a reasoning model; a fast tier without a price says so.
     gpt5 = listed["openai/gpt-5"]["properties"]
     assert gpt5["reasoningEffort"]["enum"] == ["minimal", "low", "medium", "high"]

@@ -18,8 +18,9 @@ from pygls.exceptions import JsonRpcException
 import fake_spend
 from fake_gateway import FakeServer
 from gateway_lm.gateway.client import APP_REFERER, APP_TITLE
+from gateway_lm.money import usd
 from gateway_lm.spend.history import DB_NAME, UsageStore
-from gateway_lm.spend.prices import EXPECTED_OUTPUT_TOKENS, usd
+from gateway_lm.spend.prices import EXPECTED_OUTPUT_TOKENS
 from sidecar_client import Sidecar
 
 # fake/text: $3 in, $15 out, $0.30 cached per million; the fake's usage: 42 in (10 cached), 7 out.

@@ -26,6 +26,8 @@ from pygls.io_ import StdoutWriter
 from conftest import record
 from fake_gateway import FakeServer
 from gateway_lm.gateway.client import MAX_REPORTED_RETRY_AFTER
+from gateway_lm.gateway.errors import CUT, MAX_DETAIL, error_from_response
+from gateway_lm.logs import Redactor
 from gateway_lm.rpc.methods import build_server
 from gateway_lm.settings import Settings, updated_settings
 from gateway_lm.tokens.accounting import Accounting
@@ -492,8 +494,23 @@ async def test_a_provider_key_in_extra_body_and_a_quoted_header_value_appear_now
     sent = gateway.gateway.requests[-1]
     assert sent["body"]["providerOptions"]["gateway"]["byok"]["anthropic"][0]["apiKey"] == PROVIDER_KEY
     assert sent["headers"]["x-team"] == HEADER_TOKEN, "both went out"
-    message = caught.value.message
+    message = caught.value.message  # the gateway's words, cut at errors.MAX_DETAIL
     assert "Invalid request" in message and message.count("[redacted]") == 2, message
     quoted = json.dumps(HEADER_TOKEN)[1:-1]
     for text in (message, *(m for _, m in side.logs)):
         assert PROVIDER_KEY not in text and HEADER_TOKEN not in text and quoted not in text, text
+
+
+@pytest.mark.parametrize("at", [4, 10, len(PROVIDER_KEY) - 1])
+def test_a_secret_the_errors_bound_cuts_in_two_is_redacted_too(at: int) -> None:
+    # errors.shown cuts the gateway's words at MAX_DETAIL characters; a key quoted across the cut is
+    # no longer whole in the text for the redactor to find, and its start would be shown.
+    redact = Redactor()
+    redact.add(PROVIDER_KEY)
+    words = (
+        "x " * ((MAX_DETAIL - 1 - at) // 2) + ("y" if (MAX_DETAIL - 1 - at) % 2 else "") + PROVIDER_KEY + " and more"
+    )
+    error = error_from_response(400, json.dumps({"error": {"message": words}}).encode())
+    assert PROVIDER_KEY[:at] + CUT in error.message, error.message
+    shown = redact(error.message)
+    assert "[redacted]" + CUT in shown and PROVIDER_KEY[:4] not in shown, shown

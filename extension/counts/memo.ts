@@ -4,6 +4,7 @@
 // counts, unscaled: Copilot measures the messages with its own o200k tokenizer, and the model's window
 // is advertised in the same unit (rfcs/0004-token-accounting.md, "One budget unit").
 import * as crypto from 'node:crypto';
+import type { CancellationToken, Disposable } from 'vscode';
 import type { MessageIn } from '../contract';
 import type { Rpc } from '../sidecar/rpc';
 import { keyedDigest, type HashKey } from './key';
@@ -14,6 +15,7 @@ interface Pending {
   item: string | MessageIn;
   resolve: (count: number) => void;
   reject: (error: unknown) => void;
+  token: CancellationToken | undefined; // the caller's: a batch whose every count was cancelled is cancelled on the wire
 }
 
 /** A batch of counts on its way (a prefetch): what a count of one of its strings asked meanwhile waits
@@ -82,6 +84,10 @@ export class TokenCounter {
   private dirty = false;
   private textsDirty = false; // a message of one text part was counted since the last textsToSeal()
 
+  /** What a count rejects with once its caller's token is cancelled: the provider makes it VS Code's
+   * CancellationError (counts/ takes nothing of VS Code but its types). */
+  cancelled: () => Error = () => new Error('Canceled');
+
   constructor(
     private readonly rpc: Rpc,
     private readonly capacity = 100_000,
@@ -121,39 +127,46 @@ export class TokenCounter {
     return this.lastCounts?.counts.get(text) ?? this.fromDisk(key, text);
   }
 
-  count(model: string, item: string | MessageIn): Promise<number> {
-    const exact = this.exact(model, item);
+  /** `token`: the caller's (Copilot's); once it is cancelled the count rejects at once with a
+   * CancellationError, and its request to the sidecar is cancelled when no other count waits for it. */
+  count(model: string, item: string | MessageIn, token?: CancellationToken): Promise<number> {
+    const exact = this.exact(model, item, token);
     return typeof exact === 'number' ? Promise.resolve(exact) : exact;
   }
 
   /** The exact count: from memory, from disk, from a batch on its way, or asked of the sidecar. */
-  private exact(model: string, item: string | MessageIn): number | Promise<number> {
+  private exact(model: string, item: string | MessageIn, token: CancellationToken | undefined): number | Promise<number> {
     const key = this.keyFor(model);
     if (typeof item === 'string' && item.length > SLICE) {
-      return this.huge?.key === key && this.huge.text === item ? this.huge.count : this.askInSlices(model, key, item);
+      if (this.huge?.key === key && this.huge.text === item) return this.huge.count;
+      return unlessCancelled(this.askInSlices(model, key, item, token), token, this.cancelled);
     }
     const text = textOf(item);
     const known = this.lastCounts?.counts.get(text) ?? this.fromDisk(key, text);
     if (known !== undefined) return known;
     const learn = (count: number): number => (this.learned(key, text, count, false), count);
-    return this.inFlight(key, text) ?? this.ask(model, item).then(learn);
+    return unlessCancelled(this.inFlight(key, text, token) ?? this.ask(model, item, token).then(learn), token, this.cancelled);
   }
 
   /** A huge text crosses in slices, one request each: serialising it whole would hold the extension
-   * host, and the sidecar's JSON parse, for long (rfcs/0005-performance.md, "Huge counts"). */
-  private async askInSlices(model: string, key: string, text: string): Promise<number> {
+   * host, and the sidecar's JSON parse, for long (rfcs/0005-performance.md, "Huge counts"). Once
+   * `token` is cancelled, the slice on its way is cancelled on the wire and no other is sent. */
+  private async askInSlices(model: string, key: string, text: string, token: CancellationToken | undefined): Promise<number> {
     let total = 0;
     for (const slice of slices(text, SLICE)) {
-      const { counts } = await this.rpc.request('gateway/countTokens', { model, texts: [slice] });
+      if (token?.isCancellationRequested) throw this.cancelled();
+      const { counts } = await this.rpc.request('gateway/countTokens', { model, texts: [slice] }, token);
       total += checkedCounts(counts, 1)[0];
     }
     this.huge = { key, text, count: total };
     return total;
   }
 
-  private ask(model: string, item: string | MessageIn): Promise<number> {
+  private ask(model: string, item: string | MessageIn, token: CancellationToken | undefined): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      if (this.pending.push({ model, item, resolve, reject }) === 1) queueMicrotask(() => void this.flush());
+      if (token?.isCancellationRequested)
+        reject(this.cancelled()); // given up on already: not asked
+      else if (this.pending.push({ model, item, resolve, reject, token }) === 1) queueMicrotask(() => void this.flush());
     });
   }
 
@@ -162,9 +175,16 @@ export class TokenCounter {
    * hash V8 keeps, where serialising it would cost a JSON string per call. After a restart it is found
    * on disk under one keyed hash of `tokenizer + role + text`, taken once per message (rfcs/0005,
    * "Keyed hashes in token-counts.json"). Other messages are found by object, then by their JSON. */
-  countMessage(model: string, message: object, role: number, soleText: string | undefined, serialize: () => MessageIn): Promise<number> {
+  countMessage(
+    model: string,
+    message: object,
+    role: number,
+    soleText: string | undefined,
+    serialize: () => MessageIn,
+    token?: CancellationToken,
+  ): Promise<number> {
     const key = this.keyFor(model);
-    if (soleText === undefined) return this.countOther(model, key, message, serialize);
+    if (soleText === undefined) return this.countOther(model, key, message, serialize, token);
     const byText = this.soleTexts(key, role);
     const known = byText.counts.get(soleText);
     if (known !== undefined) return Promise.resolve(known);
@@ -174,22 +194,23 @@ export class TokenCounter {
       this.hold(byText, soleText, saved);
       return Promise.resolve(saved);
     }
-    return this.ask(model, serialize()).then((count) => {
+    const asked = this.ask(model, serialize(), token).then((count) => {
       this.hold(byText, soleText, count);
       this.textsDirty ||= soleText.length <= PERSIST_LIMIT;
       if (digest) this.save(this.hashed, digest, count);
       return count;
     });
+    return unlessCancelled(asked, token, this.cancelled);
   }
 
-  private countOther(model: string, key: string, message: object, serialize: () => MessageIn): Promise<number> {
+  private countOther(model: string, key: string, message: object, serialize: () => MessageIn, token: CancellationToken | undefined): Promise<number> {
     const known = this.byObject.get(message)?.get(key);
     if (known !== undefined) return Promise.resolve(known);
     const remember = (count: number): number => {
       this.byObject.set(message, (this.byObject.get(message) ?? new Map<string, number>()).set(key, count));
       return count;
     };
-    const exact = this.exact(model, serialize());
+    const exact = this.exact(model, serialize(), token);
     return typeof exact === 'number' ? Promise.resolve(remember(exact)) : exact.then(remember);
   }
 
@@ -238,7 +259,7 @@ export class TokenCounter {
 
   /** A count asked while a prefetch of the same string is on its way waits for that batch rather than
    * asking again; if the batch fails, it asks on its own. */
-  private inFlight(key: string, text: string): Promise<number> | undefined {
+  private inFlight(key: string, text: string, token: CancellationToken | undefined): Promise<number> | undefined {
     const entry = this.flights.get(key)?.get(text);
     if (!entry) return undefined;
     const { flight, index } = entry;
@@ -249,7 +270,7 @@ export class TokenCounter {
     }
     return flight.counts.then(
       (counts) => counts[index],
-      () => this.ask(flight.model, text).then((count) => (this.learned(key, text, count, false), count)),
+      () => this.ask(flight.model, text, token).then((count) => (this.learned(key, text, count, false), count)),
     );
   }
 
@@ -357,16 +378,20 @@ export class TokenCounter {
   private async flush(): Promise<void> {
     const batch = this.pending;
     this.pending = [];
-    for (const [model, group] of groupByModel(batch)) {
+    for (const [model, asked] of groupByModel(batch)) {
+      // A count given up on before its batch went is not asked.
+      asked.filter((p) => p.token?.isCancellationRequested).forEach((p) => p.reject(this.cancelled()));
+      const group = asked.filter((p) => !p.token?.isCancellationRequested);
+      if (!group.length) continue;
+      const wire = everyCancelled(group.map((p) => p.token));
       try {
-        const { counts } = await this.rpc.request('gateway/countTokens', {
-          model,
-          texts: group.map((p) => p.item),
-        });
+        const { counts } = await this.rpc.request('gateway/countTokens', { model, texts: group.map((p) => p.item) }, wire?.token);
         const checked = checkedCounts(counts, group.length);
         group.forEach((p, i) => p.resolve(checked[i]));
       } catch (error) {
         group.forEach((p) => p.reject(error));
+      } finally {
+        wire?.dispose();
       }
     }
   }
@@ -507,6 +532,53 @@ function keyOf(model: string, text: string): string {
 function splitEntry(entry: string): [string, string] {
   const at = entry.indexOf('\u0000');
   return [entry.slice(0, at), entry.slice(at + 1)];
+}
+
+/** `counting`, or `cancelled()` as soon as `token` is cancelled: a count Copilot gave up on must not
+ * hold it until the count timeout (30 s, sidecar/session.ts). What was asked is still kept when it
+ * arrives. Only a count that waits for the sidecar gets here: the memory's answers stay synchronous. */
+export function unlessCancelled(counting: Promise<number>, token: CancellationToken | undefined, cancelled: () => Error): Promise<number> {
+  if (!token) return counting;
+  if (token.isCancellationRequested) {
+    counting.catch(() => undefined); // nobody waits for it any more
+    return Promise.reject(cancelled());
+  }
+  return new Promise<number>((resolve, reject) => {
+    const listener = token.onCancellationRequested(() => reject(cancelled()));
+    void counting.then(resolve, reject).finally(() => {
+      listener.dispose();
+    });
+  });
+}
+
+/** A token for one batch's request, cancelled once the token of every count in it is (so the
+ * sidecar is sent `$/cancelRequest`); none when a count in it has no token. `dispose` lets go of the
+ * counts' tokens. */
+function everyCancelled(given: (CancellationToken | undefined)[]): { token: CancellationToken; dispose(): void } | undefined {
+  const tokens = given.filter((t): t is CancellationToken => t !== undefined);
+  if (tokens.length < given.length) return undefined;
+  const listeners = new Set<(e: unknown) => void>();
+  let cancelled = false;
+  const check = (): void => {
+    if (cancelled || !tokens.every((t) => t.isCancellationRequested)) return;
+    cancelled = true;
+    listeners.forEach((listener) => listener(undefined));
+  };
+  const watching = tokens.map((t) => t.onCancellationRequested(check));
+  const token: CancellationToken = {
+    get isCancellationRequested() {
+      return cancelled;
+    },
+    onCancellationRequested: (listener: (e: unknown) => void): Disposable => {
+      listeners.add(listener);
+      return { dispose: () => void listeners.delete(listener) };
+    },
+  };
+  const dispose = (): void => {
+    watching.forEach((w) => void w.dispose());
+    listeners.clear();
+  };
+  return { token, dispose };
 }
 
 function groupByModel(batch: Pending[]): Map<string, Pending[]> {

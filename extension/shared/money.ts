@@ -1,5 +1,5 @@
 // Dollar amounts as the extension and the dashboard's page write them: the one formatter of the
-// TypeScript side (the sidecar's is spend/prices.py `usd`). In extension/shared/ because the page
+// TypeScript side (the sidecar's is server/gateway_lm/money.py). In extension/shared/ because the page
 // uses it too.
 
 /** How exact an amount is shown:
@@ -9,12 +9,19 @@
 export type Precision = 'cents' | 'request' | 'bill';
 
 export function dollars(amount: number, precision: Precision = 'request'): string {
-  const cents = precision === 'cents' || amount === 0 || amount >= (precision === 'bill' ? 1 : 0.01);
+  if (amount === 0) return '$0.00'; // -0 too, which toFixed would keep for a bill's four places
+  const cents = precision === 'cents' || amount >= (precision === 'bill' ? 1 : 0.01);
   return `$${amount.toFixed(cents ? 2 : 4)}`;
 }
 
-/** A price per million tokens as a model list shows it: two places from a dollar up, else two
- * significant digits ($0.15, $0.075). */
+/** Below it a price per million tokens is shown as less than it: the catalogue rounds prices to it. */
+const LEAST_PER_MILLION = 0.000001;
+
+/** A price per million tokens as a model list shows it, by the rule the sidecar's `per_million`
+ * (spend/prices.py) follows: two places from $0.10 up ($3.00, $0.50), else two significant digits
+ * ($0.075, $0.0013); a free model (and a price of -0, which a catalogue can list) "$0.00". */
 export function perMillion(price: number): string {
-  return `$${price >= 1 ? price.toFixed(2) : String(Number(price.toPrecision(2)))}`;
+  if (price === 0) return '$0.00';
+  if (price < LEAST_PER_MILLION) return `<$${LEAST_PER_MILLION.toFixed(6)}`;
+  return `$${price >= 0.1 ? price.toFixed(2) : String(Number(price.toPrecision(2)))}`;
 }

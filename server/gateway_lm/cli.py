@@ -19,12 +19,12 @@ from .gateway.errors import GatewayError
 from .gateway.replay import events_from_recording
 from .logs import ClientLogHandler, Redactor, configure
 from .messages import ROLE_SYSTEM, ROLE_USER, ChatRequest, ErrorPart, PartOut
+from .money import usd
 from .offer.catalogue import catalogue
 from .rpc.pipes import MODE_ENV, MODES, default_mode
 from .settings import Settings, updated_settings
 from .spend.history import DB_NAME, UsageRecord, UsageStore, utc_day
 from .spend.lookups import read_credits
-from .spend.prices import usd
 from .stream.adapt import adapt_stream
 from .terminal import printable
 

@@ -21,6 +21,7 @@ from typing_extensions import TypeAliasType, TypedDict
 
 from .gateway.errors import ErrorData
 from .messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, FinishReason, PartOut, UsagePart
+from .offer.catalogue import SAFE_ID_PATTERN
 from .offer.picker import ModelEntry
 from .request.options import SECRET_WORDS
 from .rpc.params import ChatParams, ConfigureParams, CountParams, KeyParams, UsageParams
@@ -84,9 +85,10 @@ NOTIFICATIONS: dict[str, Any] = {
     "gateway/billed": BilledNotification,  # server → client, once per chat after its result
 }
 # Constants the extension applies as the sidecar does, under the names they have at their homes
-# (usage.py, messages.py, options.py, settings.py): the bounds of a usage record and of a model id,
-# the words that mark a secret's name in a model's extraBody, and each setting's VS Code id. In the
-# schema as `x-constants`; generated into extension/contract.ts as `export const`s.
+# (usage.py, messages.py, options.py, settings.py, catalogue.py): the bounds of a usage record and of
+# a model id, what a model id or version may hold, the words that mark a secret's name in a model's
+# extraBody, and each setting's VS Code id. In the schema as `x-constants`; generated into
+# extension/contract.ts as `export const`s.
 CONSTANTS: dict[str, Any] = {
     "GROUP_PATTERN": GROUP_PATTERN,
     "MAX_GROUP": MAX_GROUP,
@@ -96,6 +98,7 @@ CONSTANTS: dict[str, Any] = {
     "MAX_TIME": MAX_TIME,
     "MAX_TOKEN_COUNT": MAX_TOKEN_COUNT,
     "MAX_USD": MAX_USD,
+    "SAFE_ID_PATTERN": SAFE_ID_PATTERN,
     "SECRET_WORDS": list(SECRET_WORDS),
     "SETTING_IDS": SETTING_IDS,
 }

@@ -14,6 +14,8 @@ import re
 import sys
 from collections.abc import Callable
 
+from .gateway.errors import CUT, KEY_VARIABLES
+
 LEVELS = {
     "error": logging.ERROR,
     "warn": logging.WARNING,
@@ -23,13 +25,14 @@ LEVELS = {
     "trace": logging.DEBUG,
 }
 _MIN_SECRET = 8  # shorter strings are too likely to occur by chance to be worth redacting
+_MIN_CUT = 4  # of a secret cut short, a shorter start tells nothing of it
 _ERROR_LINE = re.compile(r"^[\s|+]*([A-Za-z_][\w.]*: .*)$", re.MULTILINE)  # "  | KeyError: 'id'"
 
 
 class Redactor:
     def __init__(self) -> None:
         self._secrets: set[str] = set()
-        for name in ("AI_GATEWAY_API_KEY", "VERCEL_OIDC_TOKEN"):
+        for name in KEY_VARIABLES:
             self.add(os.environ.get(name))
 
     def add(self, secret: str | None) -> None:
@@ -44,7 +47,26 @@ class Redactor:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, "[redacted]")
-        return text
+        return self._cut_short(text) if CUT in text else text
+
+    def _cut_short(self, text: str) -> str:
+        """The start of a secret that `errors.shown` cut off (right before its CUT mark) redacted too:
+        the whole secret is not in the text to be found."""
+        pieces = text.split(CUT)
+        for index, piece in enumerate(pieces[:-1]):
+            for secret in self._secrets:
+                longest = next(
+                    (
+                        k
+                        for k in range(min(len(secret) - 1, len(piece)), _MIN_CUT - 1, -1)
+                        if piece.endswith(secret[:k])
+                    ),
+                    0,
+                )
+                if longest:
+                    piece = piece[:-longest] + "[redacted]"
+            pieces[index] = piece
+        return CUT.join(pieces)
 
 
 class ClientLogHandler(logging.Handler):

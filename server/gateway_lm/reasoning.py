@@ -190,7 +190,7 @@ def untag(tagged: str) -> tuple[str, ReasoningItem] | None:
         return None
     try:
         head = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
-    except (binascii.Error, ValueError):
+    except (binascii.Error, ValueError, RecursionError):  # a head nested too deep to read is no head
         return None
     if not isinstance(head, dict):
         return None

@@ -7,7 +7,7 @@
 //       the models are listed and a chat to a gateway model is answered, all without a reload
 //
 // Each runs in private namespaces (root): a mount namespace for the 3.9 stand-in, a network one
-// for offline. Screenshots: $AI_GATEWAY_LM_ARTIFACTS/firststart-*.png.
+// for offline. Screenshots: $AI_GATEWAY_LM_ARTIFACTS/newest/firststart-*.png.
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -43,11 +43,13 @@ function start(command, args, options) {
 
 export const PYTHON = process.env.GATEWAY_LM_PYTHON ?? path.join(ROOT, '.venv/bin/python');
 export const VSIX = path.join(ROOT, 'ai-gateway-lm.vsix');
-export const ARTIFACTS = process.env.AI_GATEWAY_LM_ARTIFACTS ?? '/tmp/ai-gateway-lm-e2e';
 export const FAKE_KEY = 'e2e-fake-key-0123456789';
 /** Which VS Code a run uses (tests/e2e/setup-host.sh): the newest (1.139), or engines.vscode's (1.133). */
 export const HOST = process.env.AI_GATEWAY_LM_HOST ?? 'newest';
 if (!['newest', 'oldest'].includes(HOST)) throw new Error(`AI_GATEWAY_LM_HOST is '${HOST}': newest or oldest`);
+/** Screenshots and captures, a folder per host: `make test` runs the UI steps on both, under the
+ * same names, and the oldest host's run would otherwise replace the newest's. */
+export const ARTIFACTS = path.join(process.env.AI_GATEWAY_LM_ARTIFACTS ?? '/tmp/ai-gateway-lm-e2e', HOST);
 
 /** Everything a run needs before code-server starts: the cached host, scratch folders, the fake
  * gateway, a port, the environment (the key arrives as a user's environment would bring it). */

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as host from './host.mjs';
-import { CHAT_SETTINGS, workbench } from './workbench.mjs';
+import { CHAT_SETTINGS, openMenu, pageState, workbench } from './workbench.mjs';
 
 process.env.FAKE_GATEWAY_OVERFLOW_AGENT = '1'; // lists issue 36's model (tests/fake_agent.py) for 'overflow-turn'
 // Lists Fake Long Context, priced in tiers, for 'pricing-column' and 'context-size', and Fake Speedy,
@@ -76,7 +76,7 @@ async function addProvider(editor, provider, keyBoxTitle) {
   const keyBox = page.locator('.quick-input-widget', { hasText: keyBoxTitle });
   const deadline = Date.now() + 60_000;
   for (let clicks = 0; !(await keyBox.isVisible()); clicks++) {
-    if (clicks > 0) console.log(`ui: Add Models → ${provider}: click ${clicks} was dropped, again`);
+    if (clicks > 0) console.log(`ui: Add Models → ${provider}: click ${clicks} was dropped (the page showed ${await pageState(page)}), again`);
     if (Date.now() > deadline) throw new Error(`Add Models → ${provider} never asked for the key`);
     const item = page.getByText(provider, { exact: true }).filter({ visible: true }).first();
     if (!(await item.isVisible())) await editor.getByText('Add Models', { exact: true }).first().click();
@@ -246,8 +246,7 @@ try {
       timeout: 10_000,
     });
   const openConfigMenu = async (menu) => {
-    await configButton().click();
-    await menu().waitFor({ timeout: 10_000 });
+    await openMenu(page, 'the menu beside the model', () => configButton().click({ timeout: 5_000 }), menu());
     const box = await menu().boundingBox(); // past 1.133's pointer block, as in openPicker
     if (box) await page.mouse.move(box.x + box.width / 2, box.y + 10);
   };
@@ -945,11 +944,13 @@ try {
     /** Runs `action` from a group row's gear menu. */
     const groupAction = async (name, action) => {
       const row = groupRow(name);
-      await row.hover();
-      await row.locator('.models-actions-column .action-label').last().click();
       const item = page.locator('.context-view .action-label', { hasText: action }).first();
+      const gear = async () => {
+        await row.hover({ timeout: 5_000 });
+        await row.locator('.models-actions-column .action-label').last().click({ timeout: 5_000 });
+      };
+      await openMenu(page, `the menu of the group '${name}'`, gear, item, { escape: false }); // Escape would close the editor
       // 1.133 drops a click on a menu that has just opened until the pointer has moved over it.
-      await item.waitFor({ timeout: 10_000 });
       for (let attempt = 1; await item.isVisible(); attempt++) {
         assert.ok(attempt <= 3, `the menu item '${action}' took no click`);
         await item.hover();

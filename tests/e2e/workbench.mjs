@@ -19,6 +19,59 @@ export function shows(locator, ms) {
   );
 }
 
+/** What covers or holds the page now, for the log line of a try that showed nothing: the dialogs,
+ * modal editors, quick inputs and menus shown, and where the keyboard focus is. */
+export function pageState(page) {
+  return page
+    .evaluate(() => {
+      const covers = {
+        dialog: '.monaco-dialog-box',
+        'modal editor': '.modal-editor-part, .ai-models-management-editor',
+        'quick input': '.quick-input-widget',
+        'context menu': '.context-view .monaco-menu',
+        'action widget': '.action-widget',
+        notification: '.notifications-toasts .notification-toast',
+      };
+      const shown = (selector) =>
+        [...document.querySelectorAll(selector)].some((e) => e.getClientRects().length > 0 && window.getComputedStyle(e).visibility !== 'hidden');
+      const open = Object.entries(covers)
+        .filter(([, selector]) => shown(selector))
+        .map(([name]) => name);
+      const focus = document.activeElement;
+      const focused = focus ? [focus.tagName.toLowerCase(), ...[...focus.classList].slice(0, 2)].join('.') : 'nothing';
+      return `${open.length ? open.join(', ') : 'no dialog, modal editor, quick input or menu'} shown, focus on ${focused}`;
+    })
+    .catch((error) => `a page that could not be read (${error.message.split('\n')[0]})`);
+}
+
+/** Opens a picker or a menu: `open()` (a click or a key, each with a short timeout of its own), then
+ * `menu` must show. The workbench drops input that lands while it re-renders, and a click lands on
+ * whatever still covers the target: a dialog or the Language Models editor of the step before, still
+ * closing. That is the likeliest cause of a CI failure on the oldest host, where after
+ * groups-update-delete's Delete the model picker did not open within 30 s (Playwright's default
+ * click timeout, waiting for the button to take the click; a rerun passed). Each try that shows
+ * nothing is logged with what the page showed, Escape dismisses what covers it (`escape: false`
+ * where the target itself would close, as a menu inside the Language Models editor), and it is
+ * tried again, `tries` times in all. */
+export async function openMenu(page, what, open, menu, { tries = 3, escape = true } = {}) {
+  for (let attempt = 1; ; attempt++) {
+    const why = await open().then(
+      async () => ((await shows(menu, 5_000)) ? '' : 'nothing opened'),
+      (error) => {
+        // Playwright's call log names what took the click: the line to keep.
+        const lines = error.message.split('\n').map((line) => line.trim());
+        return lines.findLast((line) => line.includes('intercepts pointer events')) ?? lines[0];
+      },
+    );
+    if (!why) return;
+    const state = await pageState(page);
+    if (attempt >= tries) throw new Error(`${what} never opened in ${tries} tries: ${why}; the page showed ${state}`);
+    console.log(`ui: ${what}, try ${attempt}: ${why}; the page showed ${state}.${escape ? ' Escape, and' : ''} again`);
+    if (escape) await page.keyboard.press('Escape');
+    await page.waitForTimeout(500);
+  }
+}
+
 /** The shared steps on the page `currentPage()` returns (a test opens its page after it starts). */
 export function workbench(currentPage) {
   /** Runs a command from the Command Palette. Commands appear as their extensions activate: retried
@@ -72,10 +125,10 @@ export function workbench(currentPage) {
   /** Opens the model picker until `name` is listed (the widget sometimes renders before its items). */
   async function openPicker(name) {
     const page = currentPage();
-    for (let attempt = 0; attempt < 5; attempt++) {
-      await page.locator('.part.auxiliarybar a.model-picker-name').first().click(); // 1.133 has no .model-picker-item
-      const widget = page.locator('.action-widget').filter({ visible: true }).first();
-      if (!(await shows(widget, 5_000))) continue; // the click was lost
+    const widget = page.locator('.action-widget').filter({ visible: true }).first();
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const button = page.locator('.part.auxiliarybar a.model-picker-name').first(); // 1.133 has no .model-picker-item
+      await openMenu(page, 'the model picker', () => button.click({ timeout: 5_000 }), widget);
       // 1.133 covers a new action widget with a pointer block until the mouse moves over it.
       const box = await widget.boundingBox();
       if (box) await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -86,6 +139,7 @@ export function workbench(currentPage) {
         await page.waitForTimeout(300);
       }
       if (await widget.getByText(name, { exact: true }).first().isVisible()) return widget;
+      console.log(`ui: the model picker opened without '${name}' (try ${attempt}); Escape, and again`);
       await page.keyboard.press('Escape');
       await page.waitForTimeout(500);
     }

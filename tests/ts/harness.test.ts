@@ -7,13 +7,18 @@ import * as stub from './vscode-stub';
 import { AGENTS_WINDOW, BYOK_MODELS, HarnessNotice, TOLD_KEY } from '../../extension/harness';
 
 const ID = 'vercel-community.ai-gateway-lm';
-const log = { info: (_: string) => undefined, warn: (_: string) => undefined };
+const logged: string[] = [];
+const log = { info: (line: string) => void logged.push(line), warn: (line: string) => void logged.push(line) };
 
 beforeEach(() => {
   for (const key of [BYOK_MODELS, AGENTS_WINDOW]) {
     delete stub.settings[key];
     delete stub.registeredDefaults[key];
+    delete stub.workspaceSettings[key];
   }
+  stub.workspaceWins.clear();
+  logged.length = 0;
+  stub.shownWarnings.length = 0;
   stub.shownInfos.length = 0;
   stub.configUpdates.length = 0;
   stub.answers.infoButton.length = 0;
@@ -93,4 +98,54 @@ test('only the setting that hides us is named and written', { timeout: 10_000 },
   await chatOnce(new stub.Memento());
   assert.match(stub.shownInfos[0].message, /until 'chat\.agentHost\.byokModels\.enabled' is on\. Turn it on/);
   assert.deepEqual(stub.configUpdates, [{ key: BYOK_MODELS, value: true, target: stub.ConfigurationTarget.Global }]);
+});
+
+// Issue 43 §2.9: what the click writes must be what VS Code reads as on.
+
+test('an entry for our id in another letter case is replaced, not left beside ours', { timeout: 10_000 }, async () => {
+  // VS Code keys the map by the id without case (ExtensionIdentifierMap), so with two entries it
+  // reads whichever comes last; ours is the only one left.
+  newerHost();
+  stub.settings[BYOK_MODELS] = true;
+  stub.settings[AGENTS_WINDOW] = { 'Other.Extension': true, [ID.toUpperCase()]: false };
+  stub.answers.infoButton.push('Turn On');
+  await chatOnce(new stub.Memento());
+  assert.deepEqual(stub.configUpdates, [{ key: AGENTS_WINDOW, value: { 'Other.Extension': true, [ID]: true }, target: stub.ConfigurationTarget.Global }]);
+});
+
+test('a setting that holds no map (an array) becomes a map, not one with numeric keys', { timeout: 10_000 }, async () => {
+  newerHost();
+  stub.settings[BYOK_MODELS] = true;
+  stub.settings[AGENTS_WINDOW] = ['other.extension'];
+  stub.answers.infoButton.push('Turn On');
+  await chatOnce(new stub.Memento());
+  assert.deepEqual(stub.configUpdates, [{ key: AGENTS_WINDOW, value: { [ID]: true }, target: stub.ConfigurationTarget.Global }]);
+  assert.ok(
+    logged.some((line) => line.includes('held no map of extension ids')),
+    logged.join('\n'),
+  );
+});
+
+test("a workspace's value that still hides us is named, not logged as turned on", { timeout: 10_000 }, async () => {
+  // A workspace's settings are never written; the user's are, and the workspace's win over them for
+  // a setting of window scope: the click changes nothing VS Code reads, and says so.
+  newerHost();
+  stub.workspaceWins.add(BYOK_MODELS);
+  stub.workspaceSettings[BYOK_MODELS] = false;
+  stub.answers.infoButton.push('Turn On');
+  await chatOnce(new stub.Memento());
+  assert.deepEqual(
+    stub.configUpdates.map((u) => [u.key, u.target]),
+    [
+      [BYOK_MODELS, stub.ConfigurationTarget.Global],
+      [AGENTS_WINDOW, stub.ConfigurationTarget.Global],
+    ],
+  );
+  assert.equal(stub.shownWarnings.length, 1);
+  assert.match(stub.shownWarnings[0], /'chat\.agentHost\.byokModels\.enabled' is still off: this workspace's settings turn it off/);
+  assert.ok(!logged.some((line) => /Turned on .*byokModels/.test(line)), logged.join('\n'));
+  assert.ok(
+    logged.some((line) => /Turned on 'extensions\.supportAgentsWindow'/.test(line)),
+    logged.join('\n'),
+  );
 });

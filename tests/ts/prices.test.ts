@@ -8,6 +8,7 @@ import { CancellationTokenSource } from 'vscode-jsonrpc/node';
 import type * as vscode from 'vscode';
 import { activateWindow, bundleGateway } from './real';
 import { priceFieldsOf, type GatewayChatProvider } from '../../extension/provider';
+import { dollars, perMillion } from '../../extension/shared/money';
 
 const subscriptions: { dispose(): unknown }[] = [];
 const gateway = bundleGateway({ defaultKey: true, path: '/tiers', cleanup: () => subscriptions.forEach((d) => d.dispose()) });
@@ -66,4 +67,25 @@ test('a cost that is not a finite number is never given to VS Code', () => {
     priceCategory: 'high',
   });
   assert.deepEqual(fields, { longContextInputCost: 600, priceCategory: 'high' });
+});
+
+test('a price reads as money whatever the number: zero, of either sign, reads $0.00 (issue 43 §2.11)', () => {
+  // The sidecar's per_million follows the same rule (tests/test_prices.py, PER_MILLION_SHOWN).
+  const shown: [number, string][] = [
+    [0, '$0.00'],
+    [-0, '$0.00'],
+    [3, '$3.00'],
+    [0.5, '$0.50'],
+    [0.1, '$0.10'],
+    [0.075, '$0.075'],
+    [0.0376, '$0.038'],
+    [0.00126, '$0.0013'],
+    [0.000001, '$0.000001'],
+    [0.0000001, '<$0.000001'],
+  ];
+  assert.deepEqual(
+    shown.map(([price]) => perMillion(price)),
+    shown.map(([, text]) => text),
+  );
+  for (const precision of ['cents', 'request', 'bill'] as const) assert.deepEqual([dollars(0, precision), dollars(-0, precision)], ['$0.00', '$0.00']);
 });

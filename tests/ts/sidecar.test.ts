@@ -7,6 +7,7 @@ import { CancellationTokenSource, MessageConnection } from 'vscode-jsonrpc/node'
 import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { startGateway, startSidecar } from './real';
+import { until } from './until';
 import { GatewayChatError } from '../../extension/errors';
 import type { ModelEntry, UsagePart } from '../../extension/contract';
 import { GatewayChatProvider } from '../../extension/provider';
@@ -174,6 +175,57 @@ test('a huge text is counted in slices, exactly as the sidecar counts it whole',
   const model = { id: 'openai/gpt-5' } as vscode.LanguageModelChatInformation;
   const whole = await connection.sendRequest<{ counts: number[] }>('gateway/countTokens', { model: 'openai/gpt-5', texts: [huge] });
   assert.equal(await provider.provideTokenCount(model, huge, token()), whole.counts[0]);
+});
+
+test('a token count Copilot cancels is let go at once, and its request cancelled on the wire', { timeout: 60_000 }, async () => {
+  // The provider's own Rpc over the same connection, which cancels Copilot's token the moment a count
+  // is on its way: the count must reject before any answer could come back (it waited the count
+  // timeout, 30 s, for a sidecar that did not answer), and hand vscode-jsonrpc a token that is
+  // cancelled, which it sends on as `$/cancelRequest`.
+  let copilot = new CancellationTokenSource();
+  const sent: { texts: number; wire?: vscode.CancellationToken; settled?: number }[] = [];
+  const rpc: Rpc = {
+    request: (method, params, wire) => {
+      const entry: (typeof sent)[number] = { texts: (params as { texts?: unknown[] }).texts?.length ?? 0, wire };
+      if (method === 'gateway/countTokens') sent.push(entry);
+      const answer: Promise<never> = wire ? connection.sendRequest(method, params, wire as never) : connection.sendRequest(method, params);
+      queueMicrotask(() => copilot.cancel());
+      return answer.finally(() => (entry.settled = performance.now()));
+    },
+    onParts: () => ({ dispose() {} }),
+  };
+  const counting = new GatewayChatProvider(rpc, {
+    apiKey: async () => 'test-key-0123456789',
+    thinking: () => 'auto',
+    loadCache: async () => [] as ModelEntry[],
+    saveCache: async () => undefined,
+    onUsage: () => undefined,
+    tools: () => [],
+    log: { info() {}, warn() {}, error() {} },
+  });
+  const info = { id: 'openai/gpt-5' } as vscode.LanguageModelChatInformation;
+  const cancelled = (error: unknown) => error instanceof stub.CancellationError;
+  const settled = () => until(() => sent.every((s) => s.settled !== undefined), 'the count requests settled');
+  for (const text of ['a text of its own '.repeat(40_000), 'a huge text '.repeat(300_000)]) {
+    sent.length = 0;
+    copilot = new CancellationTokenSource();
+    await assert.rejects(Promise.resolve(counting.provideTokenCount(info, text, copilot.token as never)), cancelled);
+    const rejectedAt = performance.now();
+    assert.equal(sent.length, 1, 'one request, and no further slice of a huge text');
+    assert.ok(sent[0].wire?.isCancellationRequested, 'its request was cancelled on the wire');
+    await settled();
+    assert.ok(rejectedAt <= sent[0].settled!, 'let go before the sidecar answered');
+  }
+  const message = userMessage(new stub.LanguageModelTextPart('a message of its own'));
+  copilot = new CancellationTokenSource();
+  await assert.rejects(Promise.resolve(counting.provideTokenCount(info, message, copilot.token as never)), cancelled);
+  // Cancelled before it was asked: nothing is sent. The sidecar still counts afterwards.
+  sent.length = 0;
+  const before = new CancellationTokenSource();
+  before.cancel();
+  await assert.rejects(Promise.resolve(counting.provideTokenCount(info, 'another text of its own', before.token as never)), cancelled);
+  assert.equal(sent.length, 0);
+  assert.equal(await counting.provideTokenCount(info, 'hello world', token()), 2);
 });
 
 /** The assistant message Copilot Chat 0.67 sends back after a tool-calling response: one thinking part

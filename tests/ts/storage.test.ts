@@ -161,6 +161,25 @@ test('model cache: entries of the wrong shape are dropped one by one; duplicates
   assert.equal(dropped, bad.length + 1);
 });
 
+test('models.json: an id, family or version the catalogue would refuse from the gateway is refused here too', () => {
+  // VS Code draws `id@version` in the Language Models editor's hover as trusted markdown, and the
+  // saved list is what it gets before the sidecar answers: the catalogue's own rule
+  // (server/gateway_lm/catalogue.py SAFE_ID, generated into contract.ts) applies to the file too.
+  const markup = ['[x](command:workbench.action.openSettings)', '<img src=x>', 'a\nb', 'a b', '`x`', '<https://e.com>', 'x'.repeat(201)];
+  const bad = markup.flatMap((text) => [
+    { ...MODEL, id: text },
+    { ...MODEL, family: text },
+    { ...MODEL, version: text },
+    { ...MODEL, fastTierOf: text },
+  ]);
+  const { value, dropped } = checkModels([...bad, MODEL, { ...MODEL, id: 'anthropic/claude-sonnet-4.5', version: '2025-09-29T00:00:00Z' }]);
+  assert.deepEqual(
+    value.map((m) => m.id),
+    ['a/b', 'anthropic/claude-sonnet-4.5'],
+  );
+  assert.equal(dropped, bad.length);
+});
+
 test('models.json: a model with its effort menu is kept; one saved before menus existed has none', () => {
   const withMenu = { ...MODEL, id: 'r/one', configurationSchema: { properties: { reasoningEffort: EFFORT_MENU } } };
   const { configurationSchema: _menu, ...old } = { ...MODEL, id: 'r/two' };

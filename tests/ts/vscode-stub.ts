@@ -78,6 +78,9 @@ export const settings: Record<string, unknown> = {};
 /** Values a workspace's `.vscode/settings.json` holds: `inspect` reports them; `get` does not, as
  * VS Code does for application- and machine-scoped settings (the real host checks the rest). */
 export const workspaceSettings: Record<string, unknown> = {};
+/** Settings whose workspace value `get` reads over the user's, as VS Code does for window- and
+ * resource-scoped ones (a test names those it needs). */
+export const workspaceWins = new Set<string>();
 /** The defaults of settings other extensions register (Copilot's `chat.*`): unregistered when absent. */
 export const registeredDefaults: Record<string, unknown> = {};
 export const ConfigurationTarget = { Global: 1, Workspace: 2, WorkspaceFolder: 3 } as const;
@@ -88,7 +91,10 @@ const fullKey = (section: string | undefined, key: string) => (section ? `${sect
 export const workspace = {
   getConfiguration: (section?: string) => ({
     get: <T>(key: string, fallback?: T): T | undefined =>
-      (settings[fullKey(section, key)] as T | undefined) ?? (registeredDefaults[fullKey(section, key)] as T | undefined) ?? fallback,
+      ((workspaceWins.has(fullKey(section, key)) ? workspaceSettings[fullKey(section, key)] : undefined) as T | undefined) ??
+      (settings[fullKey(section, key)] as T | undefined) ??
+      (registeredDefaults[fullKey(section, key)] as T | undefined) ??
+      fallback,
     inspect: (key: string) => ({
       key: fullKey(section, key),
       defaultValue: registeredDefaults[fullKey(section, key)],

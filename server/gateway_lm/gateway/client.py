@@ -29,11 +29,14 @@ from ..settings import Settings
 from .deadline import Deadline
 from .decoding import ACCEPT_ENCODING, PIECE, decoded
 from .errors import (
+    KEY_VARIABLES,
     CertificateError,
     GatewayError,
     certificate_error,
     error_from_response,
+    invalid_key,
     is_certificate_error,
+    shown,
     with_advice,
 )
 from .headers import with_headers
@@ -60,7 +63,13 @@ LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20)
 
 
 def resolve_api_key(explicit: str | None) -> str | None:
-    return explicit or os.environ.get("AI_GATEWAY_API_KEY") or os.environ.get("VERCEL_OIDC_TOKEN") or None
+    """The request's key, else the environment's: refused (auth) when it cannot go out in a header,
+    as a key in a request is (rpc/params.py), before an HTTP library refuses it as an internal error."""
+    key = explicit or next((os.environ[name] for name in KEY_VARIABLES if os.environ.get(name)), None)
+    refused = invalid_key(key, grouped=False) if key and not explicit else None
+    if refused:
+        raise refused
+    return key
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -167,7 +176,9 @@ class GatewayClient:
         """Events, one list per network read, so the caller's work per event stays synchronous."""
         content_type = response.headers.get("content-type", "")
         if "text/event-stream" not in content_type:
-            raise GatewayError("protocol", with_advice("protocol", f"Expected an event stream, got '{content_type}'"))
+            raise GatewayError(
+                "protocol", with_advice("protocol", f"Expected an event stream, got '{shown(content_type)}'")
+            )
         framer = SSEFramer()
         chunks = decoded(response)
         try:

@@ -6,6 +6,7 @@ Classification happens here, once; the extension renders by ``kind`` and never s
 from __future__ import annotations
 
 import json
+import os
 import re
 import ssl
 from typing import Any, Literal
@@ -99,6 +100,10 @@ _ADVICE_BY_TYPE: dict[str, str] = {
     ),
 }
 
+# Characters of the gateway's own words an error shows, and its log line holds: a message, a page's
+# title or text, a budget refusal's words (`shown`). Classifying reads them whole.
+MAX_DETAIL = 300
+CUT = "…"  # ends words that were cut; logs.Redactor redacts a secret cut there too
 _GENERATION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 _OVERFLOW_HINTS = (
     "context length",
@@ -164,10 +169,21 @@ def group_without_key() -> GatewayError:
     )
 
 
+# The environment variables a key comes from when a request names none (the CLI; the sidecar, which
+# inherits the editor's environment); the extension reads the same two (extension/keys.ts).
+KEY_VARIABLES = ("AI_GATEWAY_API_KEY", "VERCEL_OIDC_TOKEN")
+
+
+def key_variable(key: str) -> str | None:
+    """The environment variable that holds `key`, if one does: where the user must fix it."""
+    return next((name for name in KEY_VARIABLES if os.environ.get(name) == key), None)
+
+
 def invalid_key(key: str, grouped: bool) -> GatewayError | None:
     """A key that cannot go out in an `Authorization` header (a line break, a NUL, a character past
     ASCII: pasted with the text around it): refused before anything is sent, naming the character by
-    its code point (one character of the key, never the key). None for a key that can go out."""
+    its code point (one character of the key, never the key), and where to fix it: the environment
+    variable that holds it, else the provider group. None for a key that can go out."""
     for char in key:
         if " " <= char <= "~":
             continue
@@ -182,24 +198,50 @@ def invalid_key(key: str, grouped: bool) -> GatewayError | None:
             what = f"the character '{char}', which is not ASCII"
         else:
             what = "a character that is not ASCII"
+        held = f"it holds {what} (U+{code:04X}), which no API key holds, so nothing was sent."
+        variable = key_variable(key)
+        if variable:
+            return GatewayError(
+                "auth",
+                f"The API key in the environment variable {variable} is not valid: {held} Set the variable"
+                " again without it, then restart VS Code (or run the command again).",
+            )
         whose = "This model's provider group has an API key" if grouped else "The API key is one"
         return GatewayError(
             "auth",
-            f"{whose} that is not valid: it holds {what} (U+{code:04X}), which no API key holds, so nothing"
-            " was sent. Set the key again without it: Update API Key on the group in the Language Models"
-            " editor (Chat: Manage Language Models).",
+            f"{whose} that is not valid: {held} Set the key again without it: Update API Key on the group"
+            " in the Language Models editor (Chat: Manage Language Models).",
         )
     return None
 
 
 def with_advice(kind: ErrorKind, detail: str, error_type: str = "") -> str:
     """`detail` and what to do next: the advice for the gateway's `error_type` where it has its own,
-    else the kind's."""
+    for a refused thinking budget its own, else the kind's."""
     advice = _ADVICE_BY_TYPE.get(error_type.strip().lower()) or _ADVICE.get(kind, "")
+    if kind == "bad_request" and about_token_budget(f"{detail} {error_type}"):
+        advice = _TOKEN_BUDGET_ADVICE
     detail = detail.strip().rstrip(".")
     if not detail:
         return advice
     return f"{detail}. {advice}".strip()
+
+
+# A budget of tokens, not of money: the reasoning a request may spend. Anthropic: "`max_tokens` must
+# be greater than `thinking.budget_tokens`"; Gemini: "The thinking budget (52428) is invalid",
+# "thinking_budget is out of range"; a `thinking_budget_too_low` code; "The thinking budget exceeds
+# max_tokens". The request's effort and output limit did not fit together: a request error, never a
+# spent gateway budget (budget_refusal reads the words without these).
+_TOKEN_BUDGET = re.compile(r"\b(thinking|reasoning|tokens?)[\s_.-]*budget|\bbudget[\s_.-]*tokens", re.IGNORECASE)
+_TOKEN_BUDGET_ADVICE = (
+    "The model's thinking budget, which the reasoning effort sets, does not fit its output limit: choose"
+    " another Thinking Effort in the menu beside the model in the chat input, or raise"
+    " vercelAiGateway.maxOutputTokens (or the model's maxOutputTokens in vercelAiGateway.modelOptions)."
+)
+
+
+def about_token_budget(text: str) -> bool:
+    return _TOKEN_BUDGET.search(text) is not None
 
 
 def looks_like_overflow(text: str) -> bool:
@@ -207,13 +249,24 @@ def looks_like_overflow(text: str) -> bool:
     return any(hint in lowered for hint in _OVERFLOW_HINTS)
 
 
-# How providers refuse a tool call whose reasoning the history lost: Anthropic with thinking on
-# ("Expected `thinking` or `redacted_thinking`, but found `tool_use`", "a final `assistant` message
-# must start with a thinking block"), OpenAI ("… was provided without its required 'reasoning' item"),
-# Gemini 3 ("Function call is missing a thought_signature"), DeepSeek and others ("reasoning_content
-# is missing"); the fake gateway's strict scenario says "reasoning item missing".
+# How providers refuse a tool call whose reasoning the history lost, each in its own words (the 400s
+# as issue trackers quote them): Anthropic with thinking on ("Expected `thinking` or
+# `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message
+# must start with a thinking block …"), OpenAI ("Item 'fc_…' of type 'function_call' was provided
+# without its required 'reasoning' item"), Gemini 3 ("Function call is missing a thought_signature"),
+# DeepSeek ("Missing `reasoning_content` field in the assistant message", "The `reasoning_content` in
+# the thinking mode must be passed back to the API", the same of "`content[].thinking`"), Moonshot
+# ("reasoning_content is missing in assistant tool call message"). Only these: a match sends the
+# request again with calls as text and marks the model for the sidecar's life, so a refusal that
+# merely names thinking ("… when a thinking block budget is set", "Invalid `signature` in `thinking`
+# block") must not match.
 _LOST_REASONING = re.compile(
-    r"expected\W+(redacted_)?thinking|thinking block|reasoning\W{0,3}item|thought[_ ]signature|reasoning_content",
+    r"expected\W+thinking\W+or\W+redacted_thinking\W+but\W+found"
+    r"|must\W+start\W+with\W+a\W+thinking\W+block"
+    r"|without\W+its\W+required\W+reasoning\W+item"
+    r"|missing\W+(a\W+)?thought[_ ]signature"
+    r"|missing\W+reasoning_content\W+field|reasoning_content\W+is\W+missing"
+    r"|in\W+the\W+thinking\W+mode\W+must\W+be\W+passed\W+back",
     re.IGNORECASE,
 )
 
@@ -243,13 +296,14 @@ def kind_for_status(status: int, detail: str = "", code: str = "") -> ErrorKind:
 
 
 def detail_from_body(body: bytes) -> tuple[str, str]:
-    """The gateway's message and code from `{error:{message,type,code}}`, or a short text for
-    anything else (an HTML 502 page must not flood the user's screen)."""
+    """The gateway's message and code from `{error:{message,type,code}}`, or the text of anything
+    else (an HTML 502 page: its title, or its text without tags), each whole: `shown` bounds what
+    the user sees of it."""
     text = body.decode("utf-8", errors="replace").strip()
     try:
         payload = json.loads(text)
-    except ValueError:
-        return _summarise_non_json(text), ""
+    except (ValueError, RecursionError):
+        return _text_of_page(text), ""
     if isinstance(payload, dict):
         err = payload.get("error", payload)
         if isinstance(err, dict):
@@ -258,17 +312,21 @@ def detail_from_body(body: bytes) -> tuple[str, str]:
             return message, code
         if isinstance(err, str):
             return err, ""
-    return text[:300], ""
+    return text, ""
 
 
-def _summarise_non_json(text: str) -> str:
+def _text_of_page(text: str) -> str:
     if "<" in text and ">" in text:
         title = re.search(r"<title>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
-        if title:
-            return " ".join(title.group(1).split())[:200]
-        stripped = re.sub(r"<[^>]+>", " ", text)
-        return " ".join(stripped.split())[:200]
-    return " ".join(text.split())[:300]
+        return title.group(1) if title else re.sub(r"<[^>]+>", " ", text)
+    return text
+
+
+def shown(words: str) -> str:
+    """The gateway's words as an error shows them: one line, at most MAX_DETAIL characters (a cut
+    ends with "…"). A 60,000-character message must not become the chat's error and a log line."""
+    line = " ".join(words.split())
+    return line if len(line) <= MAX_DETAIL else line[: MAX_DETAIL - 1] + CUT
 
 
 def generation_id_of(payload: Any) -> str | None:
@@ -287,9 +345,10 @@ def generation_id_of(payload: Any) -> str | None:
 # public source shows the gateway's exact answer, so it is known by what any budget refusal says: a
 # type or code that names a budget ("budget_exceeded", "api_key_budget_exceeded", "spend_limit"), or,
 # on a status other gateways refuse a budget with (402, 403, 429), a message saying a budget was
-# exceeded or reached. A provider's 400 about a *token* budget ("thinking.budget_tokens") matches
-# neither: `budget_tokens` is one word.
-_BUDGET_CODE = re.compile(r"budget(?!_?tokens)|spend[ _-]?(limit|cap|quota)", re.IGNORECASE)
+# exceeded or reached. A provider's answer about a *token* budget (`_TOKEN_BUDGET`: "thinking.budget_tokens",
+# "thinking_budget_too_low", "The thinking budget exceeds max_tokens") is read without those words,
+# so it matches neither.
+_BUDGET_CODE = re.compile(r"budget|spend[ _-]?(limit|cap|quota)", re.IGNORECASE)
 _BUDGET_WORDS = re.compile(
     r"\bbudget\b[^.]{0,80}?\b(exceed|reached|exhausted|spent|used up|over)"
     r"|\b(exceed\w*|reached|over|exhausted)\b[^.]{0,40}?\bbudget\b",
@@ -336,6 +395,7 @@ _BUDGET_WHERE: dict[BudgetScope | None, str] = {
 def budget_refusal(status: int | None, detail: str, code: str, param: Any = None) -> tuple[bool, BudgetScope | None]:
     """Whether an error answer is a refusal for one of the gateway's spend budgets, and which budget
     (None when the answer does not say). `status` is None for an error inside a stream."""
+    detail, code = _TOKEN_BUDGET.sub(" ", detail), _TOKEN_BUDGET.sub(" ", code)
     by_code = bool(code) and _BUDGET_CODE.search(code) is not None
     by_words = (status is None or status in _BUDGET_STATUSES) and _BUDGET_WORDS.search(detail) is not None
     if not (by_code or by_words) or (status is not None and not 400 <= status < 500):
@@ -360,7 +420,7 @@ def budget_error(scope: BudgetScope | None, detail: str, status: int | None) -> 
     """The words of a budget refusal: which budget, that waiting or retrying will not help, where it
     is changed, and that it is not this extension's own limit. The gateway's own words follow, without
     links and bounded (they are untrusted text)."""
-    said = " ".join(_URL.sub("(link removed)", detail).split())[:300]
+    said = shown(_URL.sub("(link removed)", detail))
     message = (
         f"The Vercel AI Gateway refused this request: {_BUDGET_WHAT[scope]} is used up. It stays refused"
         " until the budget resets (at the start of its period, UTC) or is raised: "
@@ -387,7 +447,7 @@ def error_from_response(status: int, body: bytes, retry_after: float | None = No
     else:
         kind = kind_for_status(status, detail, code)
         prefix = f"AI Gateway answered {status}"
-        message = with_advice(kind, f"{prefix}: {detail}" if detail else prefix, code)
+        message = with_advice(kind, f"{prefix}: {shown(detail)}" if detail.strip() else prefix, code)
         error = GatewayError(kind, message, status=status, retry_after=retry_after)
     error.generation_id = generation_id_of(payload)
     return error
@@ -408,7 +468,7 @@ def error_from_stream(payload: dict[str, Any] | None, fallback: str) -> GatewayE
         error.generation_id = generation_id
         return error
     kind = _kind_for_stream_code(code, message)
-    error = GatewayError(kind, with_advice(kind, f"The model stopped with an error: {message}"))
+    error = GatewayError(kind, with_advice(kind, f"The model stopped with an error: {shown(message)}", code))
     error.generation_id = generation_id
     return error
 
@@ -421,7 +481,7 @@ def _kind_for_stream_code(code: str, message: str) -> ErrorKind:
         return "context_overflow"
     if "auth" in lowered:
         return "auth"
-    if "invalid" in lowered:
+    if "invalid" in lowered or about_token_budget(f"{code} {message}"):
         return "bad_request"
     return "upstream"
 

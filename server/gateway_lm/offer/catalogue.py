@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..messages import MAX_MODEL_ID
+from .contextsize import MIN_OPTION_TOKENS
 from .effort import Efforts, efforts_for
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,11 @@ TIER_FIELDS = {
 # editor's hover as trusted markdown, and the extension passes both as they are (an id is what a
 # request names); so neither may hold markup: a link, an autolink, a reference definition, a line
 # break. Every id a gateway lists is made of these (`anthropic/claude-sonnet-4.5`); a version that is
-# not (`released` is a date or a timestamp) is replaced by the next candidate.
-SAFE_ID = re.compile(r"[A-Za-z0-9._~:/@+-]+")
+# not (`released` is a date or a timestamp) is replaced by the next candidate. Its twin is the
+# extension's check of the list it saved (extension/saved.ts, isSafeId), which VS Code gets before
+# the sidecar answers: the pattern crosses as a contract constant (contract.CONSTANTS).
+SAFE_ID_PATTERN = "^[A-Za-z0-9._~:/@+-]+$"
+SAFE_ID = re.compile(SAFE_ID_PATTERN)
 
 
 class Capabilities(BaseModel):
@@ -209,6 +213,7 @@ def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list
     models: list[ModelInfo] = []
     unreadable = 0
     unpriced: list[str] = []
+    early: list[str] = []  # models with a tier that starts below any real prompt
     for raw in raw_models:
         try:
             model = model_from_gateway(raw, output_reservation)
@@ -219,11 +224,21 @@ def catalogue(raw_models: list[dict[str, Any]], output_reservation: int) -> list
             models.append(model)
             if model.unreadablePrices:
                 unpriced.append(model.id)
+            if any(t.fromInputTokens - 1 < MIN_OPTION_TOKENS for t in model.pricing.tiers):
+                early.append(model.id)
     if unreadable:
         log.warning("ignored %d catalogue entries that could not be read", unreadable)
     link_fast_tiers(models)
     if unpriced:  # one line for the list, not one per model: a catalogue is read every minute
         log.warning("dropped prices that could not be read from %d models (%s)", len(unpriced), ", ".join(unpriced[:5]))
+    if early:
+        log.warning(
+            "%d models have a price tier that starts before %d input tokens, which every real request reaches;"
+            " it prices requests, but no context size stops below it (%s)",
+            len(early),
+            MIN_OPTION_TOKENS,
+            ", ".join(early[:5]),
+        )
     return sorted(models, key=lambda m: (m.ownedBy, m.name.lower()))
 
 

@@ -21,6 +21,13 @@ from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
 
+# The fewest input tokens an option may stand for. Copilot's agent prompt needs more before the
+# conversation starts (its 40 tool definitions alone are ~12K o200k tokens, rfcs/0004 "Summarisation
+# turns", and its instructions come on top), so a tier that starts below this (at token 1,
+# 2 or 1,000) bills every real request: "Up to 1 input tokens", preselected, is no choice, and every
+# request would be trimmed to it. Such a tier still prices requests; it is no option
+# (picker.context_options), and the catalogue names its models in one log line per list.
+MIN_OPTION_TOKENS = 16_384
 MENU_KEY = "contextSize"  # the key VS Code and Copilot read (`modelConfiguration.contextSize`)
 MENU_TITLE = "Context Size"
 MENU_DESCRIPTION = (
@@ -78,4 +85,6 @@ def chosen_tokens(options: list[ContextOption], value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         log.info("the context size %.40r is not a number of tokens: the whole window applies", value)
         return None
-    return min(options, key=lambda o: abs(math.log(value / o.value))).inputTokens
+    # The difference of the logs, not the log of the ratio: a ratio of the tiniest float (5e-324) to
+    # a value underflows to 0, whose log is a math domain error.
+    return min(options, key=lambda o: abs(math.log(value) - math.log(o.value))).inputTokens

@@ -7,12 +7,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..spend.prices import per_million
+from ..money import per_million
 from ..tokens.tokenizer import encoding_name_for
 from . import speed
 from .budget import advertised_window
 from .catalogue import ModelInfo, PriceTier, Pricing
-from .contextsize import ContextOption, ContextSizeProperty, context_menu
+from .contextsize import MIN_OPTION_TOKENS, ContextOption, ContextSizeProperty, context_menu
 from .effort import Effort, EffortProperty, menu
 from .speed import SpeedProperty
 
@@ -152,12 +152,15 @@ def _credits(usd_per_million: float | None) -> float | None:
 def context_options(model: ModelInfo, factor: float = 1.0) -> list[ContextOption]:
     """The context sizes the user may pay for: up to each tier's start (its rates apply from there),
     then the whole window; cheapest first. Values in Copilot's budget unit (budget.py); none for a
-    model without a tier that starts inside its input limit."""
-    starts = [t for t in model.pricing.tiers if t.fromInputTokens - 1 < model.maxInputTokens]
+    model without a tier that starts inside its input limit and past MIN_OPTION_TOKENS (a tier
+    before it bills every real request: it is what the first option is billed at)."""
+    tiers = model.pricing.tiers
+    starts = [t for t in tiers if MIN_OPTION_TOKENS <= t.fromInputTokens - 1 < model.maxInputTokens]
     if not starts:
         return []
     options: list[ContextOption] = []
-    below = _rates_text(model.pricing)
+    reached = [t for t in tiers if t.fromInputTokens - 1 < MIN_OPTION_TOKENS]
+    below = _rates_text(reached[-1] if reached else model.pricing)
     for tier in starts:
         limit = tier.fromInputTokens - 1
         text = f"Up to {_k(limit)} input tokens, billed at {below}" if below else f"Up to {_k(limit)} input tokens"

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..money import per_million
 from .catalogue import ModelInfo, Pricing
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def menu(model: ModelInfo, setting: Speed | None) -> SpeedProperty | None:
 def _prices(pricing: Pricing) -> str:
     if pricing.input is None or pricing.output is None:
         return " (no price in the model list)"
-    return f": ${pricing.input:g} in / ${pricing.output:g} out per million tokens"
+    return f": {per_million(pricing.input)} in / {per_million(pricing.output)} out per million tokens"
 
 
 def decide(model: ModelInfo | None, setting: Speed | None, chosen: Any, caller: Speed | None) -> Speed | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..gateway.errors import GatewayError, SpendData
 from ..messages import UsagePart
+from ..money import usd
 from ..offer.catalogue import PER_MILLION, Pricing
 from ..settings import Settings
 
@@ -103,18 +104,5 @@ def unpriced_refusal(model: str, settings: Settings) -> GatewayError:
     return _refusal(message, {"estimate": None, "limit": limit, "scope": "unpriced", "spentToday": None})
 
 
-def usd(amount: float) -> str:
-    """An amount as the sidecar and the CLI write it: cents where they matter, four places below a cent
-    (as extension/shared/money.ts writes a request's cost). The one money formatter of the Python side."""
-    if 0 < amount < 0.00005:
-        return "<$0.0001"  # not "$0.0000" for a cost that is not nothing
-    return f"${amount:.2f}" if amount >= 0.01 else f"${amount:.4f}"
-
-
 def _refusal(message: str, data: SpendData) -> GatewayError:
     return GatewayError("spend_limit", message, spend=data)
-
-
-def per_million(price: float) -> str:
-    """A price per million tokens as the picker shows it: two places from $0.10 up, else up to three."""
-    return f"${price:.2f}" if price >= 0.1 else f"${price:.3f}".rstrip("0")
