@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_lm import tokenizer
+from gateway_lm.tokens import tokenizer
 from gateway_lm.messages import MessageIn
 from gateway_lm.tokens.tokenizer import (
     MAX_UNCUT,
