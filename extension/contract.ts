@@ -275,6 +275,8 @@ export interface ChatResult {
   usage: UsagePart | null;
   finishReason: ('stop' | 'length' | 'toolCalls' | 'contentFilter' | 'refusal') | null;
   responseId: string | null;
+  inputLimit: number | null;
+  budgetFactor: number | null;
 }
 export interface UsagePart {
   type: 'usage';

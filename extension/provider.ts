@@ -13,7 +13,7 @@ import type { Refusal } from './records';
 import type { Rpc } from './sidecar/rpc';
 import { TokenCounter, unlessCancelled } from './counts/memo';
 import { ToolPrefetch, type ToolInfo } from './counts/prefetch';
-import { serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
+import { promptScale, serializeMessage, soleText, ThinkingMode, toResponsePart, usageDataPart } from './wire';
 
 export interface ProviderHooks {
   /** The default key (the environment's, or one stored before provider groups): the key of the list
@@ -224,7 +224,9 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
       }
       if (result.usage) {
         const entry = this.models.find((m) => m.id === model.id);
-        progress.report(usageDataPart(result.usage, entry?.budgetFactor)); // in the unit of the window VS Code has
+        // In the unit of the window VS Code has, which holds for Copilot's turn (rfcs/0004).
+        const window = budgetWindow(model, params.modelConfiguration);
+        progress.report(usageDataPart(result.usage, entry?.budgetFactor, promptScale(result, window)));
         this.hooks.onUsage(entry, result.usage, requestId, group); // the status bar shows real tokens
       }
     } catch (error) {
@@ -312,6 +314,14 @@ type ChatInformation = vscode.LanguageModelChatInformation &
      * object it was given back to provideLanguageModelChatResponse and provideTokenCount). */
     group?: string;
   };
+
+/** The window Copilot budgets the request's turn with: the model's `maxInputTokens` as VS Code has it,
+ * or the context size chosen in the chat input when lower (Copilot's `AgentIntentInvocation`). */
+function budgetWindow(model: vscode.LanguageModelChatInformation, configuration: Record<string, unknown> | undefined): number | undefined {
+  const chosen = configuration?.contextSize;
+  const window = model.maxInputTokens;
+  return typeof chosen === 'number' && chosen > 0 && !(chosen >= window) ? chosen : window;
+}
 
 function modelConfigurationOf(options: vscode.ProvideLanguageModelChatResponseOptions): Record<string, unknown> {
   const configuration = (options as { modelConfiguration?: unknown }).modelConfiguration;

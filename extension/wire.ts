@@ -2,7 +2,7 @@
 // (extension/contract.ts, rfcs/0003-rpc-contract.md). Serialisation is the only place that knows the
 // shape of VS Code's parts.
 import * as vscode from 'vscode';
-import type { MessageIn, ReasoningItemPart, ReasoningStateIn, ReasoningStatePart, StreamPart, ToolResultIn, UsagePart } from './contract';
+import type { ChatResult, MessageIn, ReasoningItemPart, ReasoningStateIn, ReasoningStatePart, StreamPart, ToolResultIn, UsagePart } from './contract';
 
 /** A part of a message, and of a tool result, as the sidecar reads them. */
 type WirePart = NonNullable<MessageIn['content']>[number];
@@ -143,18 +143,37 @@ function reasoningPart(part: ReasoningStatePart): vscode.LanguageModelResponsePa
 
 /** The usage data part newer Copilot reads for its context-window indicator and its background
  * compaction, in the unit of the window it was given: the gateway's (real) tokens divided by the
- * factor that window was computed with (rfcs/0004-token-accounting.md, "One budget unit"). */
-export function usageDataPart(usage: UsagePart, factor = 1): vscode.LanguageModelDataPart {
-  const scale = Number.isFinite(factor) && factor > 0 ? 1 / factor : 1;
-  const prompt = Math.round(usage.inputTokens * scale);
+ * factor that window was computed with (rfcs/0004-token-accounting.md, "One budget unit"), the
+ * prompt's as `promptScale` says (promptScale below). */
+export function usageDataPart(usage: UsagePart, factor = 1, promptScale?: number): vscode.LanguageModelDataPart {
+  const scale = positive(factor) ? 1 / factor : 1;
+  const inScale = positive(promptScale) ? promptScale : scale;
+  const prompt = Math.round(usage.inputTokens * inScale);
   const completion = Math.round(usage.outputTokens * scale);
   const payload = {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
-    prompt_tokens_details: { cached_tokens: Math.min(prompt, Math.round(usage.cachedTokens * scale)) },
+    prompt_tokens_details: { cached_tokens: Math.min(prompt, Math.round(usage.cachedTokens * inScale)) },
     // Read by the Copilot harness's bridge (rfcs/0004, "One budget unit": scaled like the rest).
     completion_tokens_details: { reasoning_tokens: Math.min(completion, Math.round(usage.reasoningTokens * scale)) },
   };
   return new vscode.LanguageModelDataPart(Buffer.from(JSON.stringify(payload)), 'usage');
+}
+
+/** Prompt tokens per real input token in the usage part: Copilot compacts a turn when the last
+ * usage's prompt tokens pass a share of the window it budgets the turn with, so they say which share
+ * of the real input limit the request took, in the unit of the window its next request is budgeted
+ * with (rfcs/0004, "The rest of the turn"). An answer that calls tools goes on in the turn, budgeted
+ * with `window` (what VS Code passed: the turn's, held for it), even when the request was fitted to a
+ * lower limit learned in the turn; any other answer ends the turn, and the next one is budgeted with
+ * the window listed from then on, `inputLimit / budgetFactor`. Undefined: the served entry's factor. */
+export function promptScale(result: Pick<ChatResult, 'finishReason' | 'inputLimit' | 'budgetFactor'>, window: number | undefined): number | undefined {
+  const { finishReason, inputLimit, budgetFactor } = result;
+  if (finishReason === 'toolCalls' && positive(inputLimit) && positive(window)) return window / inputLimit;
+  return positive(budgetFactor) ? 1 / budgetFactor : undefined;
+}
+
+function positive(value: number | null | undefined): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0;
 }

@@ -63,6 +63,7 @@ const NOT_TRACKED_LIKE = [/^part-\d\d\.txt$/];
 const EXTERNAL = new Set([
   'agentIntent.ts', // Copilot Chat's sources
   'backgroundSummarizer.ts', // Copilot Chat's sources
+  'extChatEndpoint.ts', // Copilot Chat's sources
   'packages/gateway/src/gateway-generation-info.ts', // vercel/ai
   'gateway-provider-options.ts', // vercel/ai
   'chatLanguageModels.json', // VS Code's file of provider groups in the user's profile

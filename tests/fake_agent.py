@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway_lm.request.fit import CLEARED
+from gateway_lm.request.translate import TRANSCRIBED
 from gateway_lm.tokens.tokenizer import count_request
 
 if TYPE_CHECKING:
@@ -129,10 +130,16 @@ def _text(item: dict[str, Any]) -> str:
     return "".join(str(p.get("text", "")) for p in content or [] if isinstance(p, dict))
 
 
-# Issue 36 §1: a model the catalogue lists with a large window whose provider enforces a far lower
-# input limit, naming it in its 400. Its agent reads the workspace's part-01.txt … part-08.txt one per
-# step, choosing the next file from what the request shows it has read (its calls, or a summary's
-# FILES-READ list), then answers. Listed only when FAKE_GATEWAY_OVERFLOW_AGENT is set (tests/e2e/ui.mjs).
+# Issue 36 §1 and issue 43 §1: a model the catalogue lists with a large window whose provider
+# enforces a far lower input limit, naming it in its 400. Its agent reads the workspace's part-01.txt …
+# part-08.txt one per step, the next file it has not called read on, then answers from what it read,
+# as a model does that read the files to answer a question about them: before it answers, it reads
+# again each file whose content the request no longer shows (its result cleared to fit) and no summary
+# lists. A summary (Copilot's compaction, answered here) lists every file whose read the request
+# shows, cleared or not: it records what was done. So a turn whose results are cleared request after
+# request reads the same files again and again (the issue's 56 requests), and one that Copilot
+# compacts reads each file once.
+# Listed only when FAKE_GATEWAY_OVERFLOW_AGENT is set (tests/e2e/ui.mjs, tests/ts/overflow.test.ts).
 OVERFLOW_LIMIT = 28_600  # the provider's real input limit, in o200k tokens
 OVERFLOW_FILES = 8
 OVERFLOW_MODEL = {
@@ -149,22 +156,42 @@ _OVERFLOW_FOLDER = re.compile(r"\[overflow(?:-(\d+))?:([^\]]+)\]")  # [overflow-
 # A call as our transcript has it (translate.as_transcript), and as Copilot's summary request has it
 _CALLED = re.compile(r"(?:called the tool \S+ with|Used tool \S+ with arguments:) [^\n]*?part-(\d\d)\.txt")
 _SUMMARY_READ = re.compile(r"FILES-READ: ([\d, ]*)")
+_PART = re.compile(r"part-(\d\d)\.txt")
 
 
-def overflow_files_read(body: dict[str, Any]) -> set[int]:
-    """The files the request shows as read: its read calls, a transcript's, a summary's list."""
-    read: set[int] = set()
+def overflow_reads(body: dict[str, Any]) -> tuple[set[int], set[int]]:
+    """What the request shows of the reads: the files it shows a read call for (its calls, a
+    transcript's, a summary's FILES-READ list), and those of them whose content it shows (a result
+    that was not cleared, or a summary's list)."""
+    called: set[int] = set()
+    known: set[int] = set()
+    files_of: dict[str, set[int]] = {}  # call id → the files the call read
+    transcribed: list[set[int]] = []  # a transcript's calls whose result has not come yet
     for item in body.get("input") or []:
         if not isinstance(item, dict):
             continue
         if item.get("type") == "function_call":
-            read |= {int(n) for n in re.findall(r"part-(\d\d)\.txt", str(item.get("arguments")))}
+            files = {int(n) for n in _PART.findall(str(item.get("arguments")))}
+            files_of[str(item.get("call_id"))] = files
+            called |= files
+        elif item.get("type") == "function_call_output":
+            if CLEARED not in json.dumps(item.get("output")):
+                known |= files_of.get(str(item.get("call_id")), set())
         elif item.get("type", "message") == "message":
             text = _text(item)
-            read |= {int(n) for n in _CALLED.findall(text)}
+            header = TRANSCRIBED.match(text)
+            if header and transcribed:
+                files = transcribed.pop(0)
+                if CLEARED not in text[header.end() :]:
+                    known |= files
+            calls = [{int(n)} for n in _CALLED.findall(text)]
+            called |= set().union(*calls)
+            transcribed += calls
             for listed in _SUMMARY_READ.findall(text):
-                read |= {int(n) for n in re.findall(r"\d+", listed)}
-    return read
+                files = {int(n) for n in re.findall(r"\d+", listed)}
+                called |= files
+                known |= files
+    return called, known
 
 
 def serve_overflow_agent(h: Handler, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
@@ -184,20 +211,23 @@ def serve_overflow_agent(h: Handler, body: dict[str, Any], entry: dict[str, Any]
             folder, files = match.group(2), int(match.group(1) or OVERFLOW_FILES)
     folder, files = (folder, files) if folder else getattr(state, "overflow_folder", (None, OVERFLOW_FILES))
     state.overflow_folder = folder, files
-    read = overflow_files_read(body)
-    entry["files_read"] = sorted(read)
+    called, known = overflow_reads(body)
+    entry["files_read"] = sorted(known)
     if entry["summarisation"] is not None:
-        listed = ", ".join(f"{n:02d}" for n in sorted(read))
+        listed = ", ".join(f"{n:02d}" for n in sorted(called))
         asked = f"The user asked me to read the {files} files in [overflow-{files}:{folder}] one by one."
         summary = f"<summary>{asked} FILES-READ: {listed}</summary>"
         h._send(entry, [created, *text_events([summary]), done])
         return
     tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
     tool = next((t for t in tools if "read" in str(t.get("name")) and "file" in str(t.get("name"))), None)
-    left = [n for n in range(1, files + 1) if n not in read]
-    if not left or tool is None or folder is None:
+    unread = [n for n in range(1, files + 1) if n not in called]
+    missing = [n for n in range(1, files + 1) if n not in known]  # read, but its content is gone
+    if (not unread and not missing) or tool is None or folder is None:
         h._send(entry, [created, *text_events([f"I have read all {files} files."]), done])
         return
-    path = str(Path(folder) / f"part-{left[0]:02d}.txt")
+    reading = (unread or missing)[0]
+    entry["reads"] = reading  # the e2e test and tests/ts/overflow.test.ts count each file's reads
+    path = str(Path(folder) / f"part-{reading:02d}.txt")
     arguments = json.dumps({**fill_arguments(tool.get("parameters") or {}, path), "startLine": 1, "endLine": 2000})
-    h._send(entry, [created, *call_events(f"call_overflow_{left[0]}", str(tool["name"]), arguments), done])
+    h._send(entry, [created, *call_events(f"call_overflow_{reading}", str(tool["name"]), arguments), done])

@@ -251,3 +251,115 @@ async def test_a_request_that_cannot_be_fitted_fails_with_the_learned_limit(
         await sidecar.request("gateway/chat", params)
     assert len(gateway.gateway.requests) == before + 1
     assert "The model's limit is 28,000 tokens; the model list now says so" in str(raised.value)
+
+
+# ---- the rest of the turn (issue 43 §1) ----
+# fake/overflow-agent is listed with 128K (120,000 input tokens after its 8,000-token output); its
+# provider refuses past 28,600 tokens (tests/fake_agent.py). Copilot keeps a turn's window; the model's
+# window as listed holds until the turn is over, and each answer says what the request was fitted to.
+
+FOLDER = "/ws/big"
+PART = "".join(
+    f"def step_{i}(value: int) -> int:  # section, line {i}: scale the value and offset it\n    return value * {i}\n"
+    for i in range(125)
+)  # ~5,000 tokens, as the UI test's files
+
+
+def reads(numbers: range, summary: str | None = None) -> list[dict[str, Any]]:
+    """The user's request, an optional summary, and one read_file round per number."""
+    ask = f"Read the 8 files part-NN.txt in [overflow-8:{FOLDER}] one by one, then say so."
+    messages: list[dict[str, Any]] = [{"role": 1, "name": None, "content": [{"type": "text", "value": ask}]}]
+    if summary is not None:
+        messages.append({"role": 1, "name": None, "content": [{"type": "text", "value": summary}]})
+    for n in numbers:
+        path = f"{FOLDER}/part-{n:02d}.txt"
+        call = {"type": "toolCall", "callId": f"call_{n}", "name": "read_file", "input": {"filePath": path}}
+        result = {"type": "toolResult", "callId": f"call_{n}", "content": [{"type": "text", "value": PART}]}
+        messages += [{"role": 2, "name": None, "content": [call]}, {"role": 1, "name": None, "content": [result]}]
+    return messages
+
+
+READ_TOOL = [
+    {
+        "name": "read_file",
+        "description": "Read a file",
+        "inputSchema": {"type": "object", "properties": {"filePath": {"type": "string"}}},
+    }
+]
+
+
+@pytest.fixture
+async def overflowing(gateway: FakeServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Sidecar, list[Any]]]:
+    monkeypatch.setenv("FAKE_GATEWAY_OVERFLOW_AGENT", "1")  # the fake lists fake/overflow-agent
+    side = Sidecar()
+    moved: list[Any] = []
+    side.client.feature("gateway/calibration")(lambda params: moved.append(params))
+    await side.start(gateway.base_url, {"logLevel": "debug"})
+    yield side, moved
+    await side.stop()
+
+
+async def window(sidecar: Sidecar) -> int:
+    models = (await sidecar.request("gateway/models", {}))["models"]
+    return int(next(m for m in models if m["id"] == "fake/overflow-agent")["budgetInputTokens"])
+
+
+async def step(sidecar: Sidecar, rid: str, messages: list[dict[str, Any]], tools: Any = READ_TOOL) -> Any:
+    params = {"requestId": rid, "model": "fake/overflow-agent", "messages": messages, "tools": tools}
+    return await sidecar.request("gateway/chat", params)
+
+
+async def test_the_window_a_turn_started_with_is_listed_until_the_turn_is_over(
+    overflowing: tuple[Sidecar, list[Any]], gateway: FakeServer
+) -> None:
+    """Copilot copies a model's window into a turn's endpoint once; VS Code hands the provider the
+    model as last listed. The learned limit moves the listed window only once the turn is over, so what
+    VS Code passes stays the window the turn budgets with; meanwhile every answer names the limit its
+    request was fitted to, the usage part's unit. A summary request beside the turn does not end it."""
+    sidecar, moved = overflowing
+    listed = await window(sidecar)
+    assert listed == 120_000
+
+    refused = await step(sidecar, "over", reads(range(1, 8)))  # ~29,000 tokens: refused, sent again fitted
+
+    assert refused["finishReason"] == "toolCalls"  # the agent goes on: the turn too
+    assert [e.get("overflow", False) for e in gateway.gateway.requests] == [True, False]
+    summary = "The conversation has grown too large for the context window and must be compacted now."
+    compacted = await step(
+        sidecar, "compact", [*reads(range(1, 9)), {"role": 1, "content": [{"type": "text", "value": summary}]}]
+    )
+    assert compacted["finishReason"] == "stop"
+    await asyncio.sleep(0.3)  # a calibration runs after each answer
+    assert await window(sidecar) == listed, "the turn's window holds while the turn goes on"
+    assert moved == [], "no window move told mid-turn"
+    assert refused.get("inputLimit") == 28_600 - 8_000, "fitted to the learned limit, and it says so"
+    assert refused["budgetFactor"] == pytest.approx(1.0, abs=0.02)
+
+    done = await step(sidecar, "done", reads(range(7, 9), "<summary>FILES-READ: 01, 02, 03, 04, 05, 06</summary>"))
+
+    assert done["finishReason"] == "stop" and done["inputLimit"] == 20_600
+    for _ in range(100):
+        if moved:
+            break
+        await asyncio.sleep(0.02)
+    assert [m["model"] for m in moved] == ["fake/overflow-agent"], "told once the turn is over"
+    assert await window(sidecar) == 20_600, "the next turn is budgeted with the learned limit"
+
+
+async def test_a_turn_that_fails_moves_the_window_at_once(overflowing: tuple[Sidecar, list[Any]]) -> None:
+    """An error ends Copilot's turn ("Sorry, your request failed"): the window moves then."""
+    sidecar, moved = overflowing
+    await window(sidecar)
+    await step(sidecar, "over", reads(range(1, 8)))
+    with pytest.raises(JsonRpcException):
+        await step(
+            sidecar,
+            "fails",
+            [*reads(range(1, 9)), {"role": 1, "content": [{"type": "text", "value": "[scenario:error-500]"}]}],
+        )
+    for _ in range(100):
+        if moved:
+            break
+        await asyncio.sleep(0.02)
+    assert [m["model"] for m in moved] == ["fake/overflow-agent"]
+    assert await window(sidecar) == 20_600

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_lm.tokens import tokenizer
 from gateway_lm.messages import MessageIn
+from gateway_lm.tokens import tokenizer
 from gateway_lm.tokens.tokenizer import (
     MAX_UNCUT,
     PIECE,

@@ -3,7 +3,9 @@ whole sequence around the path `pipeline.py` runs. The model priced from the lis
 the spend guard needs it), the request prepared and guarded as it will be sent, streamed to the
 front end's parts, sent once more after a first overflow on a limit lower than the list says
 (learned, refitted) or a first refusal of tool calls whose reasoning the history lost, then
-calibrated and settled off the answer's path.
+calibrated and settled off the answer's path. A model's window as listed holds while an agent turn on
+it goes on (`_Turns`): Copilot budgets a turn with the window it started with, and the usage part
+tells it how full the real limit is in that window's unit (rfcs/0004, "The rest of the turn").
 
 It knows no JSON-RPC: the front end validates what comes in, gives it a `Parts` for the answer and
 shapes what goes back (rfcs/0001-architecture.md, "Folders"; tests/test_layers.py)."""
@@ -25,6 +27,7 @@ from .offer.contextsize import chosen_tokens
 from .offer.picker import ModelEntry, context_options, picker_entry
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from .request.fit import InputLimit, fit_request, has_tool_results
+from .request.translate import is_summarisation_turn
 from .settings import Settings
 from .spend.ledger import Approval, Ledger
 from .tokens.accounting import Accounting, limit_from_message
@@ -86,6 +89,7 @@ class ChatService:
         self.tokens = TokenService()
         self.ledger = Ledger(lambda: self.client, billed, warn_user)
         self._calibrated = calibrated
+        self._turns = _Turns()
         self._keeps_accounts = keeps_accounts
         self._background: set[asyncio.Future[None]] = set()
         self._listing: asyncio.Future[None] | None = None  # the catalogue a guarded chat waits for
@@ -135,15 +139,16 @@ class ChatService:
         models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
-        return [
-            picker_entry(
-                m,
-                self._budget_factor(m.id),
-                self.settings.effort_for(m.id),
-                self.settings.speed_for(m.id),
-            )
-            for m in models
-        ]
+        return [self._turns.listed(self._entry(m)) for m in models]
+
+    def _entry(self, model: ModelInfo) -> ModelEntry:
+        """The model as the picker gets it now, with what was learned of it."""
+        return picker_entry(
+            model,
+            self._budget_factor(model.id),
+            self.settings.effort_for(model.id),
+            self.settings.speed_for(model.id),
+        )
 
     async def _priced(self, model: str, key: str | None) -> ModelInfo | None:
         """The model's entry for the spend guard when the models have not been listed yet (a
@@ -196,6 +201,9 @@ class ChatService:
         known = self.models.get(request.model)
         if known is None and self.ledger.guards():
             known = await self._priced(request.model, api_key)
+        # An agent's step (it offers tools) and not one of Copilot's summaries, which run beside the
+        # turn: its answer says whether the turn goes on.
+        step = bool(request.tools) and not is_summarisation_turn(request.messages)
         if known is not None and not known.capabilities.toolCalling and request.tools:
             log.info("tools withheld from %s: the model does not support them", request.model)
             request.tools = []
@@ -210,10 +218,26 @@ class ChatService:
         )  # priced as sent; refused: not sent
         chat = _Chat(request, request_id, parts, api_key, group)
         self.tokens.chat_started()  # the tokenizer's preload waits for streams in flight
+        if step:
+            self._turns.step(request.model)
+            if known is not None and not self._turns.has_listed(known.id):
+                # Not listed by this process: VS Code has the extension's cached entry, which an
+                # earlier listing made with what was known then, as now.
+                self._turns.remember(self._entry(self._with_learned_limit(known)))
+        goes_on = False
         try:
-            return await self._stream(chat, prepared, known, limit)
-        finally:
+            outcome = await self._stream(chat, prepared, known, limit)
+            goes_on = outcome.finish_reason == "toolCalls"
+        finally:  # an answer without a tool call, an error or a cancel ends Copilot's turn
             self.tokens.chat_ended()
+            if step and self._turns.stepped(request.model, goes_on):
+                self._calibrated(request.model, self.accounting.factor(request.model))
+        if known is not None:
+            # What the request was fitted to now (a limit learned in it included), and the factor of
+            # the window listed once the turn is over: the usage part's unit (rfcs/0004).
+            outcome.input_limit = self._paid_for(self._with_learned_limit(known), request)
+            outcome.budget_factor = self._budget_factor(request.model)
+        return outcome
 
     async def _stream(
         self, chat: _Chat, prepared: Prepared, known: ModelInfo | None, limit: InputLimit | None
@@ -243,8 +267,8 @@ class ChatService:
             if again.kind == "context_overflow":
                 _explain_limit(listed, learned, again)
             raise
-        # The list's window for the model follows the learned limit (fetched again, debounced).
-        self._calibrated(model, self.accounting.factor(model))
+        # The list's window for the model follows the learned limit once the turn is over.
+        self._window_moved(model)
         return result
 
     async def _without_lost_reasoning(
@@ -340,9 +364,83 @@ class ChatService:
             factor = self.accounting.observe(model, estimate, reported)
             # The window Copilot budgets with moves with the factor (budget.py); small moves wait.
             if factor is not None and self.budget.moves(model, factor):
-                self._calibrated(model, factor)
+                self._window_moved(model)
 
         self._in_background(calibrate())
+
+    # ---- the window a turn holds ----
+
+    def _window_moved(self, model: str) -> None:
+        """The model's listed window moved (a factor or a limit learned): the extension fetches the
+        list and tells VS Code, at once, or when the turn on the model is over."""
+        if self._turns.defer(model):
+            log.info("the window of %s moves when the agent's turn on it is over", model)
+            return
+        self._calibrated(model, self.accounting.factor(model))
+
+
+class _Turns:
+    """Per model, whether an agent turn on it goes on, and the entry VS Code was listed for it.
+
+    Copilot Chat builds a turn's endpoint once and copies the model's `maxInputTokens` into it
+    (`ExtensionContributedChatEndpoint`), so a window moved mid-turn never reaches that turn; and
+    VS Code hands the provider the model as last listed. Holding the listed entry until the turn is
+    over keeps the two the same, so the usage part can be put in the unit of the window the turn
+    budgets with. A turn goes on while its steps' answers call tools (a step in flight holds it too:
+    its answer may); an answer without a call, an error or a cancel ends it. A summary request runs
+    beside the turn and leaves it as it is."""
+
+    def __init__(self) -> None:
+        self._open: set[str] = set()  # the last step's answer called tools
+        self._stepping: dict[str, int] = {}  # steps in flight
+        self._deferred: set[str] = set()  # models whose window moved during their turn
+        self._listed: dict[str, ModelEntry] = {}
+
+    def _holds(self, model: str) -> bool:
+        return model in self._open or self._stepping.get(model, 0) > 0
+
+    def listed(self, entry: ModelEntry) -> ModelEntry:
+        """The entry to list: the one listed before while the model's turn goes on, else `entry`."""
+        held = self._listed.get(entry.id)
+        if held is not None and self._holds(entry.id):
+            return held
+        self._listed[entry.id] = entry
+        return entry
+
+    def has_listed(self, model: str) -> bool:
+        return model in self._listed
+
+    def remember(self, entry: ModelEntry) -> None:
+        """The entry VS Code has for a model this process has not listed."""
+        self._listed.setdefault(entry.id, entry)
+
+    def step(self, model: str) -> None:
+        """A step on `model` starts."""
+        self._stepping[model] = self._stepping.get(model, 0) + 1
+
+    def stepped(self, model: str, goes_on: bool) -> bool:
+        """A step on `model` is over; `goes_on`: its answer called tools. Whether the turn is over
+        with a window move deferred in it, which must be told now."""
+        left = self._stepping.get(model, 1) - 1
+        if left > 0:
+            self._stepping[model] = left
+        else:
+            self._stepping.pop(model, None)
+        if goes_on:
+            self._open.add(model)
+        else:
+            self._open.discard(model)
+        if self._holds(model) or model not in self._deferred:
+            return False
+        self._deferred.discard(model)
+        return True
+
+    def defer(self, model: str) -> bool:
+        """Whether a window move waits for the end of the model's turn (it is then remembered)."""
+        if self._holds(model):
+            self._deferred.add(model)
+            return True
+        return False
 
 
 class _Chat:

@@ -41,6 +41,12 @@ class ChatResult(TypedDict):
     usage: UsagePart | None
     finishReason: FinishReason | None
     responseId: str | None
+    # The real input limit the request was fitted to (a limit learned in it included); None for a
+    # model not listed. With the window VS Code budgets the turn with, the unit of the usage part
+    # (rfcs/0004, "The rest of the turn").
+    inputLimit: int | None
+    # The factor of the model's window as listed once the turn is over (budget.py); None: not listed.
+    budgetFactor: float | None
 
 
 class CountResult(TypedDict):

@@ -29,6 +29,10 @@ class ChatOutcome:
     response_id: str | None = None
     generation_id: str | None = None  # the gateway's, when the response names one (rfcs/0006-spend.md)
     body: dict[str, Any] | None = None  # the request as sent, for calibration
+    # The real input limit the request was fitted to, and the factor of the model's window as listed
+    # once the turn is over: the usage part's unit (chats.py; rfcs/0004, "The rest of the turn")
+    input_limit: int | None = None
+    budget_factor: float | None = None
 
 
 @dataclass

@@ -777,12 +777,14 @@ try {
     360_000,
   ); // up to 240 s for the batch of reads
 
-  // Issue 36 §1: an agent turn on a model the catalogue lists with a 128K window whose provider enforces
-  // 28,600 tokens, naming the limit in its 400 (tests/fake_agent.py, fake/overflow-agent). It reads eight
-  // ~5K-token files one per step. The first overflow is retried fitted; after it, every request of the
-  // turn goes out fitted (at most one refused request per model and limit), and Copilot's compaction
-  // requests too (no "Could not compact conversation"). A second turn, on the learned window, has
-  // Copilot summarise the history.
+  // Issues 36 §1 and 43 §1: an agent turn on a model the catalogue lists with a 128K window whose
+  // provider enforces 28,600 tokens, naming the limit in its 400 (tests/fake_agent.py,
+  // fake/overflow-agent). It reads eight ~5K-token files one per step and, before it answers, reads
+  // again those the request no longer shows (cleared to fit) and no summary lists. The first overflow is
+  // retried fitted; after it, the usage part tells Copilot how full the real limit is in the unit of the
+  // window the turn holds, so Copilot compacts the turn itself (rfcs/0004, "The rest of the turn"): the
+  // turn is answered within Copilot's request limit, with at most one refused request, each file read
+  // once. A second turn, on the learned window, is answered with no overflow.
   await step(
     'overflow-turn',
     async () => {
@@ -795,7 +797,7 @@ try {
       if (!(await chatInput().isVisible())) await runCommand('Chat: Open Chat');
       await chatInput().waitFor({ timeout: 30_000 });
       if ((await responses().count()) > 0) await runCommand('Chat: New Chat');
-      // AI_GATEWAY_LM_OVERFLOW_FILES=24: enough reads in the first turn for Copilot's own compaction
+      // AI_GATEWAY_LM_OVERFLOW_FILES=24: a longer first turn, compacted by Copilot again and again
       const FILES = Number(process.env.AI_GATEWAY_LM_OVERFLOW_FILES ?? 8);
       const folder = path.join(dirs.ws, 'big');
       fs.mkdirSync(folder, { recursive: true });
@@ -845,6 +847,7 @@ try {
           cleared: log.map((e) => e.cleared ?? 0),
           sizes: log.map((e) => `${e.real_input_tokens}${e.overflow ? '!' : ''}${e.summarisation ? 's' : ''}`),
           reads: log.map((e) => e.files_read?.length ?? null),
+          readCalls: log.flatMap((e) => (e.reads === undefined ? [] : [e.reads])),
           steps: (shown.match(/(?:Finished|Completed|Worked)[^\n]*?\d+ steps?/g) ?? []).join(' | '),
           answered: /I have read all \d+ files\./.test(shown),
           couldNotCompact: /Could not compact conversation/.test(all),
@@ -863,7 +866,16 @@ try {
       assert.ok(all.reduce((n, t) => n + t.refused, 0) <= 1, 'at most one refused request for the model and its limit');
       assert.ok(!all.some((t) => t.couldNotCompact), 'no "Could not compact conversation"');
       assert.ok(!all.some((t) => t.inputTooLong), 'no gateway 400 in the chat');
-      assert.ok(first.answered, 'the turn was answered');
+      assert.ok(first.answered && !first.continuePrompt, "the turn was answered within Copilot's request limit");
+      assert.ok(first.summarisations.length > 0, 'Copilot compacted the turn');
+      const reads = [...first.readCalls].sort((a, b) => a - b);
+      assert.deepEqual(
+        reads,
+        Array.from({ length: FILES }, (_, i) => i + 1),
+        `each file read once: ${first.readCalls.join(', ')}`,
+      );
+      assert.equal(second.refused, 0, 'the next turn had no overflow');
+      assert.ok(second.answered, 'the next turn was answered');
     },
     900_000,
   ); // two turns of up to 420 s each

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { CHOOSE_INTERPRETER, fromRpcError, isCancellation, SHOW_LOGS, showError } from '../../extension/errors';
-import { REASONING_METADATA_KEY, serializeMessage, toResponsePart, usageDataPart } from '../../extension/wire';
+import { promptScale, REASONING_METADATA_KEY, serializeMessage, toResponsePart, usageDataPart } from '../../extension/wire';
 
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
@@ -87,6 +87,25 @@ test('usage becomes the data part Copilot reads', () => {
   assert.deepEqual((JSON.parse(new TextDecoder().decode(scaled.data)) as { completion_tokens_details: unknown }).completion_tokens_details, {
     reasoning_tokens: 15,
   });
+});
+
+test("a turn's usage is the share of the real limit, in the unit of the window the turn holds (issue 43 §1)", () => {
+  // Listed at 120,000 tokens; a 28,600-token limit learned in the turn: requests now fitted to 20,600.
+  const going = { finishReason: 'toolCalls', inputLimit: 20_600, budgetFactor: 1 } as const;
+  const usage = { type: 'usage', inputTokens: 18_540, outputTokens: 40, totalTokens: 18_580, cachedTokens: 10_300, reasoningTokens: 0 } as const;
+  const part = JSON.parse(new TextDecoder().decode(usageDataPart(usage, 1, promptScale(going, 120_000)).data)) as Record<string, unknown>;
+  // Copilot compacts at 80 % of the window it holds: 90 % of the real limit reads as 90 % of 120,000.
+  assert.equal(part.prompt_tokens, 108_000);
+  assert.deepEqual(part.prompt_tokens_details, { cached_tokens: 60_000 });
+  assert.equal(part.completion_tokens, 40, 'output tokens are no share of the window');
+  // The turn's last answer: the next turn is budgeted with the learned window (20,600 / factor).
+  assert.equal(promptScale({ ...going, finishReason: 'stop' }, 120_000), 1);
+  assert.equal(promptScale({ finishReason: 'stop', inputLimit: 183_616, budgetFactor: 1.35 }, 136_011), 1 / 1.35);
+  // Nothing changed in the turn: the window is the limit in o200k tokens, the same unit as before.
+  assert.ok(Math.abs(promptScale({ finishReason: 'toolCalls', inputLimit: 183_616, budgetFactor: 1.35 }, 136_011)! - 1 / 1.35) < 1e-5);
+  // A model not listed, or a window VS Code did not pass: the served entry's factor.
+  assert.equal(promptScale({ finishReason: 'toolCalls', inputLimit: null, budgetFactor: null }, 120_000), undefined);
+  assert.equal(promptScale({ ...going, budgetFactor: null }, undefined), undefined);
 });
 
 test('errors are classified by the kind the sidecar sent', () => {

@@ -126,7 +126,13 @@ class Sidecar:
             approval = Approval(request.approvedCost, request.approvedDay, request.approvedUnpriced)
             parts = _OutboxParts(self.outbox, request.requestId)
             outcome = await self.chats.chat(request, request.requestId, parts, request.apiKey, request.group, approval)
-            return {"usage": outcome.usage, "finishReason": outcome.finish_reason, "responseId": outcome.response_id}
+            return {
+                "usage": outcome.usage,
+                "finishReason": outcome.finish_reason,
+                "responseId": outcome.response_id,
+                "inputLimit": outcome.input_limit,
+                "budgetFactor": outcome.budget_factor,
+            }
         finally:
             self._running.discard(request.requestId)
 
