@@ -1,12 +1,16 @@
-"""The sidecar's layering rules, read from the source (rfcs/0001-architecture.md, "Folders"):
-`gateway_lm.spend` never imports the RPC layer, the chat's policy lives in the chat service that
-both front ends call (never in `rpc/` or the CLI), no two modules import each other at load time,
+"""The sidecar's layering rules, read from the source (rfcs/0001-architecture.md, "Folders" and
+"Modules (Python)"): each package's rule, the last line of its `__init__.py`, holds; `gateway_lm.spend`
+never imports the RPC layer; the chat's policy lives in the chat service that both front ends call
+(never in `rpc/` or the CLI); no import circle anywhere, type-checking and deferred imports included;
 and every logger is named for its module."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "server" / "gateway_lm"
 
@@ -55,6 +59,48 @@ def _exists(module: str) -> bool:
 MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+# The core's leaves: what any package may import. The rest of the core (the chat service, the chat
+# path, the front ends and the contract) sits above the packages and is imported by none of them.
+CORE_LEAVES = {
+    f"gateway_lm.{name}" for name in ("messages", "settings", "money", "reasoning", "toolnames", "logs", "terminal")
+}
+RULED = ("offer", "request", "gateway", "tokens", "stream")
+RULE = re.compile(r"It imports, besides the core's leaves: (.+)\.\s*$")
+
+
+def package_rule(package: str) -> set[str]:
+    """What the last line of the package's docstring allows it: backticked names, or "nothing"."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text())) or ""
+    found = RULE.search(doc)
+    assert found, f"{package}/__init__.py ends its docstring with its rule: It imports, besides the core's leaves: …"
+    return {f"gateway_lm.{name}" for name in re.findall(r"`([\w.]+)`", found.group(1))}
+
+
+@pytest.mark.parametrize("package", RULED)
+def test_each_package_imports_only_what_its_rule_allows(package: str) -> None:
+    allowed = package_rule(package) | CORE_LEAVES | {f"gateway_lm.{package}", "gateway_lm"}
+    offenders = {
+        name: sorted(
+            i for i in _imports(path, load_time_only=False) if not any(i == a or i.startswith(f"{a}.") for a in allowed)
+        )
+        for name, path in MODULES.items()
+        if name.startswith(f"gateway_lm.{package}.") or name == f"gateway_lm.{package}"
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}, f"{package}/ imports past its rule"
+
+
+def test_every_module_of_the_core_is_a_leaf_or_above_every_package() -> None:
+    """The flat core holds the leaves every package may import and the chat service above them; a
+    module that is neither has a room of its own to go to."""
+    above = {f"gateway_lm.{name}" for name in ("chats", "pipeline", "cli", "contract", "__main__")}
+    core = {name for name, path in MODULES.items() if name.count(".") == 1 and path.name != "__init__.py"}
+    assert core - CORE_LEAVES - above == set()
+    leaves_up = {
+        name: sorted(i for i in _imports(MODULES[name], load_time_only=False) if i in above) for name in CORE_LEAVES
+    }
+    assert {k: v for k, v in leaves_up.items() if v} == {}
+
+
 def test_spend_never_imports_the_rpc_layer() -> None:
     offenders = {
         name: sorted(i for i in _imports(path, load_time_only=False) if i.startswith("gateway_lm.rpc"))
@@ -94,8 +140,10 @@ def test_the_chat_service_knows_no_front_end() -> None:
     assert {i for i in found if i.split(".")[0] in ("pygls", "lsprotocol") or i in FRONT_ENDS} == set()
 
 
-def test_no_import_cycles_at_load_time() -> None:
-    graph = {name: _imports(path, load_time_only=True) & MODULES.keys() for name, path in MODULES.items()}
+def test_no_import_circle_anywhere() -> None:
+    """No module reaches itself through what it imports, at load time or not (a type-checking or
+    deferred import is a circle of concepts too, even when Python would load it)."""
+    graph = {name: _imports(path, load_time_only=False) & MODULES.keys() for name, path in MODULES.items()}
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 

@@ -164,7 +164,7 @@ test('model cache: entries of the wrong shape are dropped one by one; duplicates
 test('models.json: an id, family or version the catalogue would refuse from the gateway is refused here too', () => {
   // VS Code draws `id@version` in the Language Models editor's hover as trusted markdown, and the
   // saved list is what it gets before the sidecar answers: the catalogue's own rule
-  // (server/gateway_lm/catalogue.py SAFE_ID, generated into contract.ts) applies to the file too.
+  // (server/gateway_lm/offer/catalogue.py SAFE_ID, generated into contract.ts) applies to the file too.
   const markup = ['[x](command:workbench.action.openSettings)', '<img src=x>', 'a\nb', 'a b', '`x`', '<https://e.com>', 'x'.repeat(201)];
   const bad = markup.flatMap((text) => [
     { ...MODEL, id: text },
