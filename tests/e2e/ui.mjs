@@ -418,7 +418,7 @@ try {
           ['Standard', 'Fast'],
           'standard first, then the fast tier',
         );
-        assert.match(options[1], /\$3 in \/ \$6 out per million tokens/, "the fast tier's own price");
+        assert.match(options[1], /\$3\.00 in \/ \$6\.00 out per million tokens/, "the fast tier's own price");
         await speedMenu().getByText('Fast', { exact: true }).first().hover(); // its price, in the shot
         await page.waitForTimeout(1_000); // the menu fades in, the hover after it
         await page.screenshot({ path: path.join(artifacts, 'ui-speed-menu-open.png') });
