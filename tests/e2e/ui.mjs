@@ -88,6 +88,14 @@ async function addProvider(editor, provider, keyBoxTitle) {
 
 const responses = () => page.locator('.interactive-item-container.interactive-response');
 
+/** A new chat in the side panel, by the panel's own New Chat button. "Chat: New Chat" from the
+ * Command Palette opens a chat editor beside the panel on 1.139 (seen: the panel kept its old
+ * conversation, and the next message went there). */
+async function newChat() {
+  await page.locator('.part.auxiliarybar .title-actions .codicon-plus').first().click({ timeout: 10_000 });
+  await page.locator('.part.auxiliarybar .interactive-item-container').first().waitFor({ state: 'detached', timeout: 10_000 });
+}
+
 /** Every request the fake gateway received, in order. */
 const gatewayRequests = () => host.gatewayRequests(gateway);
 
@@ -418,7 +426,7 @@ try {
           ['Standard', 'Fast'],
           'standard first, then the fast tier',
         );
-        assert.match(options[1], /\$3 in \/ \$6 out per million tokens/, "the fast tier's own price");
+        assert.match(options[1], /\$3\.00 in \/ \$6\.00 out per million tokens/, "the fast tier's own price");
         await speedMenu().getByText('Fast', { exact: true }).first().hover(); // its price, in the shot
         await page.waitForTimeout(1_000); // the menu fades in, the hover after it
         await page.screenshot({ path: path.join(artifacts, 'ui-speed-menu-open.png') });
@@ -796,7 +804,9 @@ try {
       }
       if (!(await chatInput().isVisible())) await runCommand('Chat: Open Chat');
       await chatInput().waitFor({ timeout: 30_000 });
-      if ((await responses().count()) > 0) await runCommand('Chat: New Chat');
+      // A new chat: the agent-loop steps' history holds reads of part-01… (the same names), which the
+      // fake would count as this turn's.
+      await newChat();
       // AI_GATEWAY_LM_OVERFLOW_FILES=24: a longer first turn, compacted by Copilot again and again
       const FILES = Number(process.env.AI_GATEWAY_LM_OVERFLOW_FILES ?? 8);
       const folder = path.join(dirs.ws, 'big');
@@ -1001,7 +1011,7 @@ try {
       .getAttribute('aria-label', { timeout: 10_000 })
       .catch(() => 'nothing');
     console.log(`ui: after Delete, the open chat's model picker shows: ${shown}`);
-    await runCommand('Chat: New Chat');
+    await newChat();
     const widget = await openPicker('Fake Text');
     assert.equal(await widget.getByText('Fake Text', { exact: true }).filter({ visible: true }).count(), 1, "only the remaining group's Fake Text is offered");
     await widget.getByText('Fake Text', { exact: true }).first().click();
