@@ -136,6 +136,8 @@ screenshots: build
 	node tests/e2e/ui.mjs
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-model-picker.png docs/model-picker.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-effort-menu.png docs/effort-menu.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-speed-menu-open.png docs/speed-menu.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-context-size-menu.png docs/context-size-menu.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-tool-round-trip.png docs/answer-and-status-bar.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-chat-title.png docs/small-tasks-chat-title.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-commit-message.png docs/small-tasks-commit-message.png
