@@ -87,13 +87,17 @@ MAX_UNCUT = 1 << 18
 RUN_PIECE = 1 << 14
 
 
-# Long texts are remembered: an agent loop sends its whole history again every turn, and the sidecar
-# counts each request before it leaves (fit.py) and after the answer (calibration). Shorter texts
-# cost less to encode than to remember; longer ones (a huge text counted in pieces) would push
-# everything else out.
-MEMO_MIN = 1 << 12  # characters
+# Texts are remembered: an agent loop sends its whole history again every turn, and the sidecar
+# counts each request before it leaves (fit.py) and after the answer (calibration). A text of 64
+# characters costs about as much to encode as to look up, and a shorter one less (rfcs/0005, "The
+# request path of a long session"); longer ones than MEMO_MAX (a huge text counted in pieces) would
+# push everything else out.
+MEMO_MIN = 1 << 6  # characters
 MEMO_MAX = 1 << 17
-MEMO_CHARS = 8 << 20  # characters remembered in all
+MEMO_CHARS = 8 << 20  # characters remembered in all, each entry charged ENTRY_CHARS more
+ENTRY_CHARS = 128  # what an entry holds besides its text (key, count, the map's node), in characters
+TOOL_SETS = 16  # the tool lists whose counts are remembered (count_tools): a window offers a few
+HISTORY_TOKENS = 1 << 20  # the tokens of the histories remembered in all (_Histories): a few long sessions
 
 
 class _Counts:
@@ -118,10 +122,10 @@ class _Counts:
             if key in self._counts:
                 return
             self._counts[key] = count
-            self._chars += len(key[1])
+            self._chars += len(key[1]) + ENTRY_CHARS
             while self._chars > self._max_chars:
                 (_, text), _ = self._counts.popitem(last=False)
-                self._chars -= len(text)
+                self._chars -= len(text) + ENTRY_CHARS
 
     @property
     def chars(self) -> int:
@@ -129,6 +133,10 @@ class _Counts:
 
 
 _counts = _Counts(MEMO_CHARS)
+# The counts of the tool lists seen lately, by encoding and the list's JSON: Copilot offers the same
+# 40 tools with every request, hundreds of short strings that cost more to walk than the history.
+_tool_counts: OrderedDict[tuple[str, str], int] = OrderedDict()
+_tool_lock = threading.Lock()
 
 
 def count_text(model: str, text: str) -> int:
@@ -213,13 +221,79 @@ def count_request(body: dict[str, Any], model: str) -> int:
     items = body.get("input")
     if isinstance(items, str):
         total += MESSAGE_OVERHEAD + count_text(model, items)
-    extra = REASONING_ITEM_EXTRA if is_reasoning_family(model) else 0
-    for item in items if isinstance(items, list) else []:
-        total += _count_item(model, item)
-        if extra and isinstance(item, dict) and str(item.get("type", "")).startswith("function_call"):
-            total += extra
+    if isinstance(items, list):
+        total += _histories.count(model, items)
     total += count_tools(model, body.get("tools"))
     return total
+
+
+def _item_tokens(model: str, item: Any, extra: int) -> int:
+    tokens = _count_item(model, item)
+    if extra and isinstance(item, dict) and str(item.get("type", "")).startswith("function_call"):
+        tokens += extra
+    return tokens
+
+
+class _Histories:
+    """The input items of the requests counted lately, with the running count after each: an agent
+    loop's next request repeats the last one's items and adds a few, so only those are counted. A
+    repeated item is found by comparing it with the one remembered (a memcmp of its texts), which costs
+    less than hashing them for the text memo (rfcs/0005, "The request path of a long session").
+    Bounded by their tokens in all, the least recently used out first. Items are taken as they are
+    built (translate.py, fit.py): never changed once in a request."""
+
+    def __init__(self, max_tokens: int) -> None:
+        # (encoding, reasoning family) → histories: [items, running counts]
+        self._lists: OrderedDict[int, tuple[tuple[str, bool], list[Any], list[int]]] = OrderedDict()
+        self._tokens = 0
+        self._max_tokens = max_tokens
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def count(self, model: str, items: list[Any]) -> int:
+        reasoning = is_reasoning_family(model)
+        key = (encoding_name_for(model), reasoning)
+        with self._lock:
+            candidates = [(n, known, running) for n, (k, known, running) in self._lists.items() if k == key]
+        extended, same, running = None, 0, []
+        for n, known, counts in candidates:  # outside the lock: a remembered list is never changed
+            shared = _shared_prefix(items, known)
+            if shared > same:
+                extended, same, running = (n if shared == len(known) else None), shared, counts[:shared]
+        extra = REASONING_ITEM_EXTRA if reasoning else 0
+        total = running[-1] if running else 0
+        for item in items[same:]:
+            total += _item_tokens(model, item, extra)
+            running.append(total)
+        self._remember(key, list(items), running, extended)
+        return total
+
+    def _remember(self, key: tuple[str, bool], items: list[Any], running: list[int], replaces: int | None) -> None:
+        tokens = running[-1] if running else 0
+        if not items or tokens > self._max_tokens:
+            return
+        with self._lock:
+            if replaces is not None and replaces in self._lists:  # the same history, grown: one entry
+                self._tokens -= self._lists.pop(replaces)[2][-1]
+            self._next += 1
+            self._lists[self._next] = (key, items, running)
+            self._tokens += tokens
+            while self._tokens > self._max_tokens:
+                self._tokens -= self._lists.popitem(last=False)[1][2][-1]
+
+    @property
+    def tokens(self) -> int:
+        return self._tokens
+
+
+def _shared_prefix(items: list[Any], known: list[Any]) -> int:
+    n, most = 0, min(len(items), len(known))
+    while n < most and (items[n] is known[n] or items[n] == known[n]):
+        n += 1
+    return n
+
+
+_histories = _Histories(HISTORY_TOKENS)
 
 
 def _count_item(model: str, item: Any) -> int:
@@ -262,6 +336,24 @@ def count_tools(model: str, tools: Any) -> int:
     )
     if not functions:
         return 0
+    try:  # the list as JSON holds all its count reads: tools come from JSON (no tuples, no other types)
+        key = (encoding_name_for(model), json.dumps(functions))
+    except (TypeError, ValueError):
+        return _count_functions(model, functions)
+    with _tool_lock:
+        known = _tool_counts.get(key)
+        if known is not None:
+            _tool_counts.move_to_end(key)
+            return known
+    total = _count_functions(model, functions)
+    with _tool_lock:
+        _tool_counts[key] = total
+        while len(_tool_counts) > TOOL_SETS:
+            _tool_counts.popitem(last=False)
+    return total
+
+
+def _count_functions(model: str, functions: list[dict[str, Any]]) -> int:
     total = TOOLS_OVERHEAD
     for tool in functions:
         total += TOOL_OVERHEAD + count_text(model, str(tool.get("name", "")))
