@@ -38,7 +38,9 @@ def fit_request(body: dict[str, Any], model: str, limit: InputLimit, size: int |
     bytes of the body as it is sent (client.encode_body), when known."""
     if not may_pass(body, limit, size):
         return body
-    estimate = limit.factor * count_request(body, model)
+    # Counted only as far as it shows whether the request fits: a count a token under the threshold
+    # passes as a bound (tokenizer.count_request), which leaves the newest tool results unencoded.
+    estimate = limit.factor * count_request(body, model, TRIM_ABOVE * limit.tokens / limit.factor - 1)
     if estimate <= TRIM_ABOVE * limit.tokens:
         return body
     items = body.get("input")

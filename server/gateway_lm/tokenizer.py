@@ -12,7 +12,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import Any
 
@@ -212,23 +212,31 @@ def is_reasoning_family(model: str) -> bool:
     return short.startswith(("gpt-5", "o1", "o3", "o4"))
 
 
-def count_request(body: dict[str, Any], model: str) -> int:
-    """Estimated input tokens of an OpenResponses request body, as the gateway would report them."""
+def count_request(body: dict[str, Any], model: str, at_most: float | None = None) -> int:
+    """Estimated input tokens of an OpenResponses request body, as the gateway would report them.
+    `at_most`: a caller that only needs to know whether the count passes it (fit.py) may get, for a
+    count within it, an upper bound also within it, for which the input items no request counted
+    before are not encoded (their UTF-8 bytes bound their tokens)."""
     total = REQUEST_OVERHEAD + (REASONING_PREAMBLE if is_reasoning_family(model) else 0)
     instructions = body.get("instructions")
     if isinstance(instructions, str) and instructions:
         total += MESSAGE_OVERHEAD + count_text(model, instructions)
+    total += count_tools(model, body.get("tools"))
     items = body.get("input")
     if isinstance(items, str):
         total += MESSAGE_OVERHEAD + count_text(model, items)
     if isinstance(items, list):
-        total += _histories.count(model, items)
-    total += count_tools(model, body.get("tools"))
+        total += _histories.count(model, items, None if at_most is None else at_most - total)
     return total
 
 
-def _item_tokens(model: str, item: Any, extra: int) -> int:
-    tokens = _count_item(model, item)
+def _most_tokens(model: str, text: str) -> int:
+    """At least the tokens of `text` (count_text): a byte-level BPE token is at least one byte."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _item_tokens(model: str, item: Any, extra: int, text: Callable[[str, str], int] = count_text) -> int:
+    tokens = _count_item(model, item, text)
     if extra and isinstance(item, dict) and str(item.get("type", "")).startswith("function_call"):
         tokens += extra
     return tokens
@@ -250,7 +258,7 @@ class _Histories:
         self._next = 0
         self._lock = threading.Lock()
 
-    def count(self, model: str, items: list[Any]) -> int:
+    def count(self, model: str, items: list[Any], at_most: float | None = None) -> int:
         reasoning = is_reasoning_family(model)
         key = (encoding_name_for(model), reasoning)
         with self._lock:
@@ -262,7 +270,12 @@ class _Histories:
                 extended, same, running = (n if shared == len(known) else None), shared, counts[:shared]
         extra = REASONING_ITEM_EXTRA if reasoning else 0
         total = running[-1] if running else 0
-        for item in items[same:]:
+        new = items[same:]
+        if at_most is not None and new:
+            bound = total + sum(_item_tokens(model, item, extra, _most_tokens) for item in new)
+            if bound <= at_most:
+                return bound  # the new items are counted and remembered by the next exact count
+        for item in new:
             total += _item_tokens(model, item, extra)
             running.append(total)
         self._remember(key, list(items), running, extended)
@@ -296,26 +309,23 @@ def _shared_prefix(items: list[Any], known: list[Any]) -> int:
 _histories = _Histories(HISTORY_TOKENS)
 
 
-def _count_item(model: str, item: Any) -> int:
+def _count_item(model: str, item: Any, text: Callable[[str, str], int] = count_text) -> int:
+    """`text`: how a text is counted (count_text; _most_tokens for a bound)."""
     if not isinstance(item, dict):
         return 0
     kind = item.get("type", "message")
     if kind == "function_call":
-        return (
-            CALL_OVERHEAD
-            + count_text(model, str(item.get("name", "")))
-            + count_text(model, str(item.get("arguments", "")))
-        )
+        return CALL_OVERHEAD + text(model, str(item.get("name", ""))) + text(model, str(item.get("arguments", "")))
     if kind == "function_call_output":
-        return CALL_OVERHEAD + _count_content(model, item.get("output"))
+        return CALL_OVERHEAD + _count_content(model, item.get("output"), text)
     if kind == "message":
-        return MESSAGE_OVERHEAD + _count_content(model, item.get("content"))
+        return MESSAGE_OVERHEAD + _count_content(model, item.get("content"), text)
     return 0
 
 
-def _count_content(model: str, content: Any) -> int:
+def _count_content(model: str, content: Any, text: Callable[[str, str], int] = count_text) -> int:
     if isinstance(content, str):
-        return count_text(model, content)
+        return text(model, content)
     total = 0
     for piece in content if isinstance(content, list) else []:
         if not isinstance(piece, dict):
@@ -323,7 +333,7 @@ def _count_content(model: str, content: Any) -> int:
         if piece.get("type") == "input_image":
             total += IMAGE_TOKENS
         else:
-            total += count_text(model, str(piece.get("text") or piece.get("refusal") or ""))
+            total += text(model, str(piece.get("text") or piece.get("refusal") or ""))
     return total
 
 
