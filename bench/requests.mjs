@@ -19,22 +19,29 @@ const TARGET_RATIO = 3;
 const MILESTONES = [5, 25, REQUESTS]; // how the gap grows with the history
 const TOOL_MS = 30; // between requests, both sides: the tool call Copilot runs (a file read)
 
-/** The repository's own source files, as read_file returns them: real code, of real sizes. */
+/** The repository's own source files, as read_file returns them: real code. Each is cut to a planned
+ * length (3–15K characters, the same every run and every commit), so the history's size does not
+ * move as the code does; a file shorter than its length is followed by the next one's text. */
 function sourceFiles() {
   const files = [];
   const walk = (dir) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(file);
-      else if (/\.(py|ts)$/.test(entry.name)) {
-        const text = fs.readFileSync(file, 'utf8');
-        if (text.length >= 3000) files.push({ path: path.relative(ROOT, file), text: text.slice(0, 24_000) });
-      }
+      else if (/\.(py|ts)$/.test(entry.name)) files.push({ path: path.relative(ROOT, file), text: fs.readFileSync(file, 'utf8') });
     }
   };
   walk(path.join(ROOT, 'server/gateway_lm'));
   walk(path.join(ROOT, 'extension'));
-  return files;
+  const all = files.map((f) => f.text).join('\n');
+  let at = 0;
+  return files.map((file, n) => {
+    const length = 3000 + ((n * 2749) % 12_000);
+    if (at + length > all.length) at = 0;
+    const text = file.text.length >= length ? file.text.slice(0, length) : all.slice(at, at + length);
+    at += length;
+    return { path: file.path, text };
+  });
 }
 
 /** The session as plain data: each request's messages are made from it afresh (`messagesOf`), as VS
