@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_lm import tokenizer
+from gateway_lm.client import encode_body
 from gateway_lm.messages import MessageIn
 from gateway_lm.tokenizer import (
     MAX_UNCUT,
@@ -228,6 +229,10 @@ def test_the_remembered_histories_stay_within_their_bound() -> None:
     for n in range(20):
         histories.count("openai/gpt-5", fresh(agent_body(3, f"bound {n}"))["input"])
         assert histories.tokens <= 2_000
+    few = tokenizer._Histories(max_tokens=1 << 20, max_lists=3)
+    for n in range(10):
+        few.count("openai/gpt-5", fresh(agent_body(2, f"few {n}"))["input"])
+        assert len(few._lists) <= 3
     grown = [fresh(agent_body(k, "one session"))["input"] for k in range(1, 4)]
     before = len(histories._lists)
     for items in grown:
@@ -241,3 +246,28 @@ def test_a_tool_list_is_counted_once_and_exactly(monkeypatch: pytest.MonkeyPatch
     assert tokenizer.count_tools("openai/gpt-5", fresh({"t": tools})["t"]) == exact
     monkeypatch.setattr(tokenizer, "_count_functions", lambda model, functions: pytest.fail("counted again"))
     assert tokenizer.count_tools("openai/gpt-5", fresh({"t": tools})["t"]) == exact
+
+
+def test_the_memos_keep_one_string_per_text_and_not_the_requests() -> None:
+    # A string that is not ASCII keeps the UTF-8 copy the encoder or tiktoken made of it: the memos
+    # share one string per text, and let the request's own go (rfcs/0005, "The request path of a long session").
+    body = fresh(agent_body(3, "kept — not ASCII"))
+    encode_body(body)
+    count_request(body, "openai/gpt-5")
+    grown = fresh(agent_body(4, "kept — not ASCII"))
+    encode_body(grown)
+    count_request(grown, "openai/gpt-5")
+    for request in (body, grown):
+        for item in request["input"]:
+            if item["type"] != "function_call_output" or len(item["output"]) < tokenizer.MEMO_MIN:
+                continue
+            text = item["output"]
+            kept = [key[1] for key in tokenizer._counts._counts if key[1] == text]
+            remembered = [
+                other["output"]
+                for _, items, _ in tokenizer._histories._lists.values()
+                for other in items
+                if other.get("output") == text
+            ]
+            assert len(kept) == 1 and len(remembered) == 1
+            assert kept[0] is remembered[0] and kept[0] is not text

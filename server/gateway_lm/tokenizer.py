@@ -97,7 +97,10 @@ MEMO_MAX = 1 << 17
 MEMO_CHARS = 8 << 20  # characters remembered in all, each entry charged ENTRY_CHARS more
 ENTRY_CHARS = 128  # what an entry holds besides its text (key, count, the map's node), in characters
 TOOL_SETS = 16  # the tool lists whose counts are remembered (count_tools): a window offers a few
-HISTORY_TOKENS = 1 << 20  # the tokens of the histories remembered in all (_Histories): a few long sessions
+# The histories remembered (_Histories): a window's agent session, a subagent's, Copilot's summary
+# request beside them; a few long sessions' tokens in all (a 1M-token window's one).
+HISTORIES = 4
+HISTORY_TOKENS = 1 << 20
 
 
 class _Counts:
@@ -247,14 +250,15 @@ class _Histories:
     loop's next request repeats the last one's items and adds a few, so only those are counted. A
     repeated item is found by comparing it with the one remembered (a memcmp of its texts), which costs
     less than hashing them for the text memo (rfcs/0005, "The request path of a long session").
-    Bounded by their tokens in all, the least recently used out first. Items are taken as they are
-    built (translate.py, fit.py): never changed once in a request."""
+    Bounded in number and by their tokens in all, the least recently used out first. Items are taken
+    as they are built (translate.py, fit.py): never changed once in a request."""
 
-    def __init__(self, max_tokens: int) -> None:
+    def __init__(self, max_tokens: int, max_lists: int = HISTORIES) -> None:
         # (encoding, reasoning family) → histories: [items, running counts]
         self._lists: OrderedDict[int, tuple[tuple[str, bool], list[Any], list[int]]] = OrderedDict()
         self._tokens = 0
         self._max_tokens = max_tokens
+        self._max_lists = max_lists
         self._next = 0
         self._lock = threading.Lock()
 
@@ -263,11 +267,11 @@ class _Histories:
         key = (encoding_name_for(model), reasoning)
         with self._lock:
             candidates = [(n, known, running) for n, (k, known, running) in self._lists.items() if k == key]
-        extended, same, running = None, 0, []
+        extended, same, running, kept = None, 0, [], []
         for n, known, counts in candidates:  # outside the lock: a remembered list is never changed
             shared = _shared_prefix(items, known)
             if shared > same:
-                extended, same, running = (n if shared == len(known) else None), shared, counts[:shared]
+                extended, same, running, kept = (n if shared == len(known) else None), shared, counts[:shared], known
         extra = REASONING_ITEM_EXTRA if reasoning else 0
         total = running[-1] if running else 0
         new = items[same:]
@@ -275,10 +279,13 @@ class _Histories:
             bound = total + sum(_item_tokens(model, item, extra, _most_tokens) for item in new)
             if bound <= at_most:
                 return bound  # the new items are counted and remembered by the next exact count
-        for item in new:
+        # Counted and kept as copies, the request's own strings left to go with it: the text memo's
+        # keys are then the same strings as the history's, for the grown history's later requests too.
+        copies = [_fresh_copy(item) for item in new]
+        for item in copies:
             total += _item_tokens(model, item, extra)
             running.append(total)
-        self._remember(key, list(items), running, extended)
+        self._remember(key, kept[:same] + copies, running, extended)
         return total
 
     def _remember(self, key: tuple[str, bool], items: list[Any], running: list[int], replaces: int | None) -> None:
@@ -291,12 +298,31 @@ class _Histories:
             self._next += 1
             self._lists[self._next] = (key, items, running)
             self._tokens += tokens
-            while self._tokens > self._max_tokens:
+            while self._tokens > self._max_tokens or len(self._lists) > self._max_lists:
                 self._tokens -= self._lists.popitem(last=False)[1][2][-1]
 
     @property
     def tokens(self) -> int:
         return self._tokens
+
+
+def _fresh(text: str) -> str:
+    """An equal string of its own. A string that is not ASCII keeps the UTF-8 copy of it that
+    pydantic-core's encoder (client.encode_body) or tiktoken made, as long as it lives: the memos
+    keep one string per text, with one such copy, not the newest request's too (rfcs/0005, "The
+    request path of a long session"). An ASCII string is its own UTF-8."""
+    return text if len(text) < 2 or text.isascii() else text[:1] + text[1:]
+
+
+def _fresh_copy(value: Any) -> Any:
+    """`value` with every string in it `_fresh` (JSON data: dicts, lists, the rest as they are)."""
+    if isinstance(value, str):
+        return _fresh(value)
+    if isinstance(value, dict):
+        return {key: _fresh_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fresh_copy(item) for item in value]
+    return value
 
 
 def _shared_prefix(items: list[Any], known: list[Any]) -> int:
