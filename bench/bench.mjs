@@ -11,11 +11,12 @@ import { activate, median, rssMb, startGateway, storageDir } from './host.mjs';
 import { firstStartRows } from './firststart.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
 import { harnessRows } from './harness.mjs';
+import { requestRows } from './requests.mjs';
 import { soakRows } from './soak.mjs';
 import { accuracyRows, tokenRows } from './tokens.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
-// tokens | streams | start | huge | accuracy | harness | soak | soak-host | firststart: one section while working on it (`node bench/bench.mjs soak`)
+// tokens | streams | start | huge | accuracy | requests | harness | soak | soak-host | firststart: one section while working on it (`node bench/bench.mjs soak`)
 const only = process.argv[2] ?? process.env.BENCH_ONLY;
 const rows = [];
 const gateway = await startGateway();
@@ -36,7 +37,7 @@ async function section(name, run) {
 }
 
 await section('tokens', () => tokenRows(gateway));
-if (!only || !['tokens', 'harness', 'soak', 'soak-host', 'firststart'].includes(only)) {
+if (!only || !['tokens', 'requests', 'harness', 'soak', 'soak-host', 'firststart'].includes(only)) {
   // Five activations on fresh storage (one is at the mercy of whatever the machine did just before);
   // the last stays up for the sections below.
   const starts = [];
@@ -78,6 +79,8 @@ if (!only || !['tokens', 'harness', 'soak', 'soak-host', 'firststart'].includes(
     }
   });
 }
+// A long agent session's requests beside an in-process provider's, on an activation of its own (bench/requests.mjs).
+await section('requests', () => requestRows(gateway));
 // The Copilot harness's path beside the editor path's, on an activation of its own (bench/harness.mjs).
 await section('harness', () => harnessRows(gateway));
 // The VSIXs as users get them, each on fresh storage (bench/firststart.mjs).

@@ -487,6 +487,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(413, {"error": {"message": "request body too large", "type": "invalid_request_error"}})
             return
         raw = self.rfile.read(length)
+        received_at = time.time()  # the whole body is here: before parsing it, which takes ms for a long history
         if self.path == "/_reset":
             with self.server.gateway.lock:
                 self.server.gateway.requests.clear()
@@ -521,7 +522,7 @@ class Handler(BaseHTTPRequestHandler):
                 # as they arrived, a name sent twice twice (`headers` keeps the last)
                 "raw_headers": [[key, value] for key, value in self.headers.items() if key.lower() != "authorization"],
                 "providerOptions": body.get("providerOptions") if isinstance(body, dict) else None,
-                "received_at": time.time(),
+                "received_at": received_at,
             }
         )
         if not self.path.rstrip("/").endswith("/responses"):

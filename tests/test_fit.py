@@ -9,6 +9,7 @@ rather than fail the turn, and leave a request that fits untouched."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from conftest import text_of
 from fake_agent import INPUT_LIMIT
 from fake_gateway import FakeServer
 from gateway_lm.request.fit import CLEARED, KEEP_NEWEST, InputLimit, fit_request
+from gateway_lm.tokens import tokenizer
 from gateway_lm.tokens.tokenizer import count_request
 from sidecar_client import Sidecar
 
@@ -132,6 +134,25 @@ def test_the_last_rounds_results_stay_however_many_calls_it_made() -> None:
     fitted = fit_request(body, MODEL, InputLimit(tokens=size // 4, factor=1.0))
     outputs = [i["output"] for i in fitted["input"] if i["type"] == "function_call_output"]
     assert outputs == [CLEARED] * 3 + [FILE] * 4
+
+
+def test_a_request_that_fits_leaves_its_new_results_unencoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fit only needs to know the request fits: the history a request before it counted, and the
+    # new results' bytes as a bound, show it (rfcs/0005, "The request path of a long session").
+    texts = [f"{FILE}# file {n} of the session that fits\n" for n in range(5)]
+    count_request(json.loads(json.dumps(body_with_outputs(texts[:4]))), MODEL)  # the last request, calibrated
+    grown = json.loads(json.dumps(body_with_outputs(texts)))
+    size = len(json.dumps(grown))
+    encoded: list[str] = []
+    real = tokenizer.encoding
+    monkeypatch.setattr(tokenizer, "encoding", lambda name: encoded.append(name) or real(name))
+    limit = InputLimit(tokens=size // 2, factor=1.0)  # past the length's bound: counted
+    assert fit_request(grown, MODEL, limit) is grown
+    assert encoded == []
+    # Where the bound does not show it, the count is exact and the fit as before.
+    tight = InputLimit(tokens=int(count_request(json.loads(json.dumps(grown)), MODEL) * 0.8), factor=1.0)
+    fitted = fit_request(json.loads(json.dumps(grown)), MODEL, tight)
+    assert [i["output"] for i in fitted["input"] if i["type"] == "function_call_output"][:1] == [CLEARED]
 
 
 @pytest.fixture

@@ -9,11 +9,13 @@ import string
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway_lm.gateway.client import encode_body
 from gateway_lm.messages import MessageIn
 from gateway_lm.tokens import tokenizer
 from gateway_lm.tokens.tokenizer import (
@@ -161,3 +163,111 @@ def test_the_remembered_counts_stay_within_their_bound_oldest_out_first() -> Non
     assert counts.chars <= 10_000
     assert counts.get(("o200k_base", "0000" + "x" * 2996)) is None  # the oldest went first
     assert counts.get(("o200k_base", "0009" + "x" * 2996)) == 9
+
+
+def agent_body(results: int, salt: str = "") -> dict[str, Any]:
+    """An agent loop's request after `results` tool rounds: short texts and arguments, file contents."""
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"Read the files {salt}."}]}
+    ]
+    for n in range(results):
+        items += [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Step {n}: read."}]},
+            {"type": "function_call", "call_id": f"c{n}", "name": "read_file", "arguments": json.dumps({"n": n})},
+            {"type": "function_call_output", "call_id": f"c{n}", "output": f"{salt} file {n}\n" + "x = 1\n" * 50 * n},
+        ]
+    tools = [
+        {
+            "type": "function",
+            "name": "read_file",
+            "description": "Read a file from the workspace, whole.",
+            "parameters": {"type": "object", "properties": {"n": {"type": "integer", "description": "Which file."}}},
+        }
+    ]
+    instructions = "Be brief. Read each file once, and say what each one registers, one line a file."
+    return {"model": "openai/gpt-5", "input": items, "instructions": instructions, "tools": tools}
+
+
+def fresh(body: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(body))  # equal texts, other objects: as the next request parses them
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-5", "anthropic/claude", "openai/gpt-4"])
+def test_a_grown_history_counts_only_its_new_items_and_exactly(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An agent loop's next request repeats the last one's items: they are not encoded again (each
+    # request counts them twice, to fit it and to calibrate; rfcs/0005, "The request path of a long session").
+    salt = f"grown {model}"
+    count_request(fresh(agent_body(8, salt)), model)
+    encoded: list[str] = []
+    real = tokenizer.encoding
+    monkeypatch.setattr(tokenizer, "encoding", lambda name: encoded.append(name) or real(name))
+    grown = fresh(agent_body(9, salt))
+    counted = count_request(grown, model)
+    assert len(encoded) <= 4, "only the new round's texts are encoded"
+    monkeypatch.setattr(tokenizer, "_histories", tokenizer._Histories(tokenizer.HISTORY_TOKENS))
+    monkeypatch.setattr(tokenizer, "_counts", tokenizer._Counts(tokenizer.MEMO_CHARS))
+    monkeypatch.setattr(tokenizer, "_tool_counts", type(tokenizer._tool_counts)())
+    assert counted == count_request(fresh(grown), model), "the same count as with nothing remembered"
+
+
+def test_a_history_changed_inside_is_counted_again_from_the_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = fresh(agent_body(6, "changed"))
+    first = count_request(body, "openai/gpt-5")
+    changed = fresh(body)
+    assert changed["input"][5]["type"] == "function_call"
+    changed["input"][5]["arguments"] = json.dumps({"n": 1, "and": "a longer argument than before, in the middle"})
+    trimmed = fresh(body)
+    del trimmed["input"][3:6]
+    counts = [count_request(other, "openai/gpt-5") for other in (changed, trimmed)]
+    monkeypatch.setattr(tokenizer, "_histories", tokenizer._Histories(tokenizer.HISTORY_TOKENS))
+    assert counts == [count_request(fresh(other), "openai/gpt-5") for other in (changed, trimmed)]
+    assert first not in counts
+
+
+def test_the_remembered_histories_stay_within_their_bound() -> None:
+    histories = tokenizer._Histories(max_tokens=2_000)
+    for n in range(20):
+        histories.count("openai/gpt-5", fresh(agent_body(3, f"bound {n}"))["input"])
+        assert histories.tokens <= 2_000
+    few = tokenizer._Histories(max_tokens=1 << 20, max_lists=3)
+    for n in range(10):
+        few.count("openai/gpt-5", fresh(agent_body(2, f"few {n}"))["input"])
+        assert len(few._lists) <= 3
+    grown = [fresh(agent_body(k, "one session"))["input"] for k in range(1, 4)]
+    before = len(histories._lists)
+    for items in grown:
+        histories.count("openai/gpt-5", items)
+    assert len(histories._lists) <= before + 1, "a history that grows is one entry"
+
+
+def test_a_tool_list_is_counted_once_and_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = agent_body(0, "tools")["tools"] * 3
+    exact = tokenizer._count_functions("openai/gpt-5", tools)
+    assert tokenizer.count_tools("openai/gpt-5", fresh({"t": tools})["t"]) == exact
+    monkeypatch.setattr(tokenizer, "_count_functions", lambda model, functions: pytest.fail("counted again"))
+    assert tokenizer.count_tools("openai/gpt-5", fresh({"t": tools})["t"]) == exact
+
+
+def test_the_memos_keep_one_string_per_text_and_not_the_requests() -> None:
+    # A string that is not ASCII keeps the UTF-8 copy the encoder or tiktoken made of it: the memos
+    # share one string per text, and let the request's own go (rfcs/0005, "The request path of a long session").
+    body = fresh(agent_body(3, "kept — not ASCII"))
+    encode_body(body)
+    count_request(body, "openai/gpt-5")
+    grown = fresh(agent_body(4, "kept — not ASCII"))
+    encode_body(grown)
+    count_request(grown, "openai/gpt-5")
+    for request in (body, grown):
+        for item in request["input"]:
+            if item["type"] != "function_call_output" or len(item["output"]) < tokenizer.MEMO_MIN:
+                continue
+            text = item["output"]
+            kept = [key[1] for key in tokenizer._counts._counts if key[1] == text]
+            remembered = [
+                other["output"]
+                for _, items, _ in tokenizer._histories._lists.values()
+                for other in items
+                if other.get("output") == text
+            ]
+            assert len(kept) == 1 and len(remembered) == 1
+            assert kept[0] is remembered[0] and kept[0] is not text

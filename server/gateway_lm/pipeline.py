@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from .gateway.client import GatewayClient
+from .gateway.client import GatewayClient, encode_body
 from .gateway.errors import GatewayError
 from .messages import ChatRequest, FinishReason, PartOut, UsagePart
 from .offer.catalogue import ModelInfo
@@ -38,11 +38,13 @@ class ChatOutcome:
 @dataclass
 class Prepared:
     """A request as it will be sent: translated, fitted into the model's limit, with the tool names
-    it was translated with and the model's extra headers. The spend guard prices this body."""
+    it was translated with and the model's extra headers. The spend guard prices this body.
+    `content`: the body encoded, when it was (the client encodes it otherwise)."""
 
     body: dict[str, Any]
     names: ToolNameMap
     headers: dict[str, str]
+    content: bytes | None = None
 
 
 async def prepare(
@@ -56,9 +58,27 @@ async def prepare(
     limit, which the request is fitted into (fit.py); `unreasoned_as_text`: body.build_request."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names, model, unreasoned_as_text)
-    if limit is not None and has_tool_results(body):  # serialising and counting it hold no event loop
-        body = await asyncio.to_thread(fit_request, body, request.model, limit)
-    return Prepared(body, names, extra_headers(request, settings))
+    if limit is not None and has_tool_results(body):  # encoding and counting it hold no event loop
+        body, content = await asyncio.to_thread(_fitted, body, request.model, limit)
+    else:
+        content = _encoded(body)
+    return Prepared(body, names, extra_headers(request, settings), content)
+
+
+def _fitted(body: dict[str, Any], model: str, limit: InputLimit) -> tuple[dict[str, Any], bytes | None]:
+    """The body fitted, and its bytes: encoded once, their length the fit's first bound, and sent as
+    they are unless the fit cleared something (rfcs/0005, "The request path of a long session")."""
+    content = _encoded(body)
+    fitted = fit_request(body, model, limit, None if content is None else len(content))
+    return fitted, content if fitted is body else _encoded(fitted)
+
+
+def _encoded(body: dict[str, Any]) -> bytes | None:
+    """None for a body that cannot be encoded: the client raises that when it sends it, after the guard, as before."""
+    try:
+        return encode_body(body)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 async def stream_chat(
@@ -85,7 +105,7 @@ async def stream_prepared(
     if outcome is not None:
         outcome.body = prepared.body
     adapter = StreamAdapter(prepared.names, model)
-    events = client.stream_events(prepared.body, api_key, prepared.headers)
+    events = client.stream_events(prepared.body, api_key, prepared.headers, prepared.content)
     try:
         async for batch in events:
             parts: list[PartOut] = []

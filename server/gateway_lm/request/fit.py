@@ -33,11 +33,14 @@ class InputLimit:
     factor: float  # the model's tokens per estimated o200k token (accounting.py)
 
 
-def fit_request(body: dict[str, Any], model: str, limit: InputLimit) -> dict[str, Any]:
-    """`body`, or a copy whose oldest tool results are cleared so that it fits `limit`."""
-    if not may_pass(body, limit):
+def fit_request(body: dict[str, Any], model: str, limit: InputLimit, size: int | None = None) -> dict[str, Any]:
+    """`body`, or a copy whose oldest tool results are cleared so that it fits `limit`. `size`: the
+    bytes of the body as it is sent (client.encode_body), when known."""
+    if not may_pass(body, limit, size):
         return body
-    estimate = limit.factor * count_request(body, model)
+    # Counted only as far as it shows whether the request fits: a count a token under the threshold
+    # passes as a bound (tokenizer.count_request), which leaves the newest tool results unencoded.
+    estimate = limit.factor * count_request(body, model, TRIM_ABOVE * limit.tokens / limit.factor - 1)
     if estimate <= TRIM_ABOVE * limit.tokens:
         return body
     items = body.get("input")
@@ -74,11 +77,12 @@ def has_tool_results(body: dict[str, Any]) -> bool:
     return isinstance(items, list) and any(_is_tool_result(item) for item in items)
 
 
-def may_pass(body: dict[str, Any], limit: InputLimit) -> bool:
+def may_pass(body: dict[str, Any], limit: InputLimit, size: int | None = None) -> bool:
     """Whether the request could pass the trimming threshold at all: a cheap bound before counting.
-    A byte-level BPE token is at least one byte of text, and ASCII-escaped JSON has at least as many
-    characters as the UTF-8 bytes of the text in it, so its length bounds the count from above."""
-    return limit.factor * len(json.dumps(body)) > TRIM_ABOVE * limit.tokens
+    A byte-level BPE token is at least one byte of text, and JSON (ASCII-escaped, or in UTF-8 as it is
+    sent: `size`) has at least as many characters as the UTF-8 bytes of the text in it, so its length
+    bounds the count from above."""
+    return limit.factor * (len(json.dumps(body)) if size is None else size) > TRIM_ABOVE * limit.tokens
 
 
 def _last_round(items: list[Any]) -> int:
