@@ -48,26 +48,8 @@ const { cache, dirs, gateway, port, env } = await host.prepareRun(name, {
   'vercelAiGateway.modelOptions': { 'fake/t*': { temperature: 0.25 } }, // per-model options (issue 14)
   'http.proxy': `http://127.0.0.1:${proxy.address().port}`,
 });
-// A repository's settings that try to send the key elsewhere (issue 26 §2): the workspace's
-// .vscode/settings.json points baseUrl at a trap that records whatever reaches it. baseUrl is
-// application-scoped, so VS Code must ignore it; connectTimeout (window-scoped) shows the file is read.
-const trapped = [];
-const trap = http.createServer((request, response) => {
-  trapped.push(`${request.method} ${request.url}`);
-  response.writeHead(500).end();
-});
-await new Promise((resolve) => trap.listen(0, '127.0.0.1', resolve));
-const trapUrl = `http://127.0.0.1:${trap.address().port}/v1`;
-fs.mkdirSync(path.join(dirs.ws, '.vscode'), { recursive: true });
-fs.writeFileSync(
-  path.join(dirs.ws, '.vscode', 'settings.json'),
-  JSON.stringify({
-    'vercelAiGateway.baseUrl': trapUrl,
-    'vercelAiGateway.spend.maxRequestCost': 1000,
-    'vercelAiGateway.usage.retentionDays': 1,
-    'vercelAiGateway.connectTimeout': 9,
-  }),
-);
+// A repository's settings that try to send the key elsewhere (host.mjs, workspaceTrap).
+const { trap, trapped, trapUrl } = await host.workspaceTrap(dirs);
 env.WORKSPACE_TRAP_URL = trapUrl;
 env.E2E_USER_DIR = path.join(dirs.ud, 'User'); // chatLanguageModels.json, where VS Code keeps the provider groups
 const artifacts = host.ARTIFACTS;

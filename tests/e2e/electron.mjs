@@ -10,7 +10,6 @@
 //
 // VS Code is downloaded once into .vscode-test/ (VSCODE_VERSION). Exits 0 when every API test passed.
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as path from 'node:path';
 import { downloadAndUnzipVSCode, runTests, runVSCodeCommand } from '@vscode/test-electron';
 import * as host from './host.mjs';
@@ -43,25 +42,8 @@ host.writeSettings(dirs, {
   'extensions.autoUpdate': false,
   'extensions.autoCheckUpdates': false,
 });
-// The workspace's settings point baseUrl at a trap (an application-scoped setting VS Code must
-// ignore there); connectTimeout, window-scoped, shows the file is read.
-const trapped = [];
-const trap = http.createServer((request, response) => {
-  trapped.push(`${request.method} ${request.url}`);
-  response.writeHead(500).end();
-});
-await new Promise((resolve) => trap.listen(0, '127.0.0.1', resolve));
-const trapUrl = `http://127.0.0.1:${trap.address().port}/v1`;
-fs.mkdirSync(path.join(dirs.ws, '.vscode'), { recursive: true });
-fs.writeFileSync(
-  path.join(dirs.ws, '.vscode', 'settings.json'),
-  JSON.stringify({
-    'vercelAiGateway.baseUrl': trapUrl,
-    'vercelAiGateway.spend.maxRequestCost': 1000,
-    'vercelAiGateway.usage.retentionDays': 1,
-    'vercelAiGateway.connectTimeout': 9,
-  }),
-);
+// The workspace's settings point baseUrl at a trap (host.mjs, workspaceTrap).
+const { trap, trapped, trapUrl } = await host.workspaceTrap(dirs);
 
 const profile = [`--user-data-dir=${dirs.ud}`, `--extensions-dir=${dirs.ext}`];
 let code;

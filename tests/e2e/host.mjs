@@ -3,6 +3,7 @@
 // real host uses it too (bench/from-tests.cjs): no node:test or assert here.
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -217,4 +218,29 @@ export async function printDiagnostics(dirs, gatewayUrl) {
         `${entry.path} scenario=${entry.scenario} model=${entry.body?.model} items=${entry.body?.input?.length} tools=${entry.body?.tools?.length ?? 0}`,
       );
   }
+}
+
+/** A repository's settings that try to send the key elsewhere (issue 26 §2): the workspace's
+ * .vscode/settings.json points baseUrl at a trap that records whatever reaches it. baseUrl is
+ * application-scoped, so VS Code must ignore it; connectTimeout (window-scoped) shows the file is
+ * read. Returns the trap's URL, what reached it, and the server to close. */
+export async function workspaceTrap(dirs) {
+  const trapped = [];
+  const trap = http.createServer((request, response) => {
+    trapped.push(`${request.method} ${request.url}`);
+    response.writeHead(500).end();
+  });
+  await new Promise((resolve) => trap.listen(0, '127.0.0.1', resolve));
+  const trapUrl = `http://127.0.0.1:${trap.address().port}/v1`;
+  fs.mkdirSync(path.join(dirs.ws, '.vscode'), { recursive: true });
+  fs.writeFileSync(
+    path.join(dirs.ws, '.vscode', 'settings.json'),
+    JSON.stringify({
+      'vercelAiGateway.baseUrl': trapUrl,
+      'vercelAiGateway.spend.maxRequestCost': 1000,
+      'vercelAiGateway.usage.retentionDays': 1,
+      'vercelAiGateway.connectTimeout': 9,
+    }),
+  );
+  return { trap, trapped, trapUrl };
 }
