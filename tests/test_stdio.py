@@ -13,6 +13,7 @@ import json
 import sys
 import tempfile
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ from gateway_lm.rpc.pipes import MODES, Mode
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 REPLY_WAIT = 5.0
-holder_mode: dict[int, Mode] = {}  # each `shared` holder's stdio mode
 
 
 def record(scenario: str, expected: str, observed: str, ok: bool) -> None:
@@ -159,27 +159,35 @@ def stdio_gateway() -> Any:
     server.stop()
 
 
+@dataclass
+class Shared:
+    """The module's sidecar for one stdio mode (a list: replaced when a case left it dead)."""
+
+    mode: Mode
+    sides: list[RawSidecar] = field(default_factory=list)
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module", params=MODES)
-async def shared(stdio_gateway: FakeServer, request: pytest.FixtureRequest) -> AsyncIterator[list[RawSidecar]]:
-    """The sidecars of one stdio mode: every case runs in each."""
-    holder: list[RawSidecar] = []
-    holder_mode[id(holder)] = request.param
+async def shared(stdio_gateway: FakeServer, request: pytest.FixtureRequest) -> AsyncIterator[Shared]:
+    """The sidecar of one stdio mode: every case runs in each."""
+    holder = Shared(request.param)
     yield holder
-    for side in holder:
+    for side in holder.sides:
         await side.stop()
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def raw(shared: list[RawSidecar], stdio_gateway: FakeServer) -> RawSidecar:
+async def raw(shared: Shared, stdio_gateway: FakeServer) -> RawSidecar:
     """One sidecar for the module, replaced only when an earlier case left it dead or deaf."""
-    if shared and shared[0].alive and await shared[0].answers():
-        return shared[0]
-    for side in shared:
+    sides = shared.sides
+    if sides and sides[0].alive and await sides[0].answers():
+        return sides[0]
+    for side in sides:
         await side.stop()
-    shared.clear()
+    sides.clear()
     side = RawSidecar()
-    await side.start(stdio_gateway.base_url, holder_mode[id(shared)])
-    shared.append(side)
+    await side.start(stdio_gateway.base_url, shared.mode)
+    sides.append(side)
     return side
 
 

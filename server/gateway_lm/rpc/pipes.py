@@ -160,11 +160,6 @@ class ThreadReader:
         self._thread = threading.Thread(target=self._run, name="gateway-lm stdin", daemon=True)
         self._thread.start()
 
-    @property
-    def unread(self) -> int:
-        with self._room:
-            return self._unread
-
     async def read(self, n: int) -> bytes:
         while not self._chunks:
             if self._ended:

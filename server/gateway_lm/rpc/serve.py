@@ -68,8 +68,7 @@ def serve(mode: Mode) -> None:
 
 
 def _stdin_is_a_stream() -> bool:
-    if sys.platform == "win32":  # never fstat a standard handle there (pipes.py); a pipe is what it gets
-        return True
+    """Asked in `loop` mode only, which Windows refuses above: no standard handle is fstat'ed there."""
     return is_pipe(sys.stdin.fileno()) or sys.stdin.isatty()
 
 
