@@ -7,6 +7,7 @@
 // the settings change nothing, and nothing is said.
 import * as vscode from 'vscode';
 import { notify } from './notify';
+import { isRecord } from './saved';
 
 /** The bridge lists BYOK models to the agent host only with this on (an experiment; default false). */
 export const BYOK_MODELS = 'chat.agentHost.byokModels.enabled';
@@ -28,13 +29,9 @@ export function hidingSettings(config: vscode.WorkspaceConfiguration, extensionI
 
 /** VS Code compares extension ids without case. */
 function allowed(map: unknown, extensionId: string): boolean {
-  if (!isMap(map)) return false;
+  if (!isRecord(map)) return false;
   const wanted = extensionId.toLowerCase();
   return Object.entries(map).some(([id, on]) => id.toLowerCase() === wanted && on === true);
-}
-
-function isMap(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export class HarnessNotice {
@@ -105,13 +102,13 @@ export async function turnOn(
   if (hiding.includes(BYOK_MODELS)) await config.update(BYOK_MODELS, true, vscode.ConfigurationTarget.Global);
   if (hiding.includes(AGENTS_WINDOW)) {
     const current = config.inspect(AGENTS_WINDOW)?.globalValue;
-    if (current !== undefined && !isMap(current)) {
+    if (current !== undefined && !isRecord(current)) {
       log.warn(
         `'${AGENTS_WINDOW}' held no map of extension ids (${Array.isArray(current) ? 'a list' : typeof current}), which VS Code reads as none: it is now one.`,
       );
     }
     const wanted = extensionId.toLowerCase();
-    const kept = Object.entries(isMap(current) ? current : {}).filter(([id]) => id.toLowerCase() !== wanted);
+    const kept = Object.entries(isRecord(current) ? current : {}).filter(([id]) => id.toLowerCase() !== wanted);
     await config.update(AGENTS_WINDOW, { ...Object.fromEntries(kept), [extensionId]: true }, vscode.ConfigurationTarget.Global);
   }
 }
