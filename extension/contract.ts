@@ -17,7 +17,8 @@ export type ErrorKind =
   | 'protocol'
   | 'internal'
   | 'spend_limit'
-  | 'gateway_budget';
+  | 'gateway_budget'
+  | 'routing_rule';
 export type SpendScope = 'request' | 'day' | 'unpriced';
 export type BudgetScope = 'key' | 'team' | 'project' | 'user';
 
@@ -497,6 +498,7 @@ export const ERROR_KINDS: readonly ErrorKind[] = [
   'internal',
   'spend_limit',
   'gateway_budget',
+  'routing_rule',
 ];
 
 /** server/gateway_lm/contract.py's CONSTANTS: the sidecar's bounds and secret words, applied here too. */

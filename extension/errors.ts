@@ -1,7 +1,9 @@
 // Errors are classified once, in the sidecar (ErrorData: {kind, status, retryAfter}); this file renders them.
 // Each kind's words (what happened and where to fix it) are the sidecar's message: a `gateway_budget`
 // refusal names the budget and the Vercel dashboard's page as plain text, and has no button (waiting
-// or retrying does not help; rfcs/0006-spend.md, "The gateway's budgets").
+// or retrying does not help; rfcs/0006-spend.md, "The gateway's budgets"); a `routing_rule` deny says
+// that a rule of the team refused the model, that the team's Owners and Members can change it, and
+// where, as plain text too (rfcs/0003-rpc-contract.md, "A team's routing rules").
 import * as vscode from 'vscode';
 import { COMMANDS } from './config';
 import { ERROR_KINDS, ErrorKind, type BudgetScope } from './contract';

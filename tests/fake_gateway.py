@@ -589,8 +589,8 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     if scenario.startswith("error-"):
         serve_error(h, int(scenario.split("-")[1]))
         return
-    if scenario in BUDGET_REFUSALS or scenario in ACCOUNT_REFUSALS:
-        status, body, headers = {**BUDGET_REFUSALS, **ACCOUNT_REFUSALS}[scenario]
+    if scenario in BUDGET_REFUSALS or scenario in ACCOUNT_REFUSALS or scenario in RULE_REFUSALS:
+        status, body, headers = {**BUDGET_REFUSALS, **ACCOUNT_REFUSALS, **RULE_REFUSALS}[scenario]
         h._raw(status, body.encode(), "application/json", headers)
         return
     if scenario.startswith("flaky-"):
@@ -984,6 +984,25 @@ ACCOUNT_REFUSALS: dict[str, tuple[int, str, dict[str, str]]] = {
     "free-tier-model": (
         403,
         '{"error":{"message":"This model is not available on the free tier.","type":"free_tier_model_not_available"}}',
+        {},
+    ),
+}
+
+
+# A team routing rule's deny (rfcs/0003-rpc-contract.md, "A team's routing rules"): the body the
+# gateway's routing-rules page documents (a flat `error` string), and the envelope @ai-sdk/gateway
+# reads (vercel/ai #16105, #16242), where the rule names itself in `param` and its reason, its
+# author's text, may hold a link.
+RULE_REFUSALS: dict[str, tuple[int, str, dict[str, str]]] = {
+    "rule-denied": (
+        403,
+        '{"error":"Request denied by a routing rule.","type":"forbidden","statusCode":403}',
+        {},
+    ),
+    "rule-denied-reason": (
+        403,
+        '{"error":{"message":"Opus is off limits for this team, see https://example.com/policy",'
+        '"type":"forbidden","param":{"ruleId":"rule_abc123"}},"generationId":"gen_fake_rule"}',
         {},
     ),
 }

@@ -164,6 +164,45 @@ async def test_an_account_refusal_says_what_to_change_on_the_account(
 
 
 @pytest.mark.parametrize(
+    ("scenario", "rule"),
+    [("rule-denied", None), ("rule-denied-reason", "rule_abc123")],
+)
+async def test_a_team_routing_rule_deny_says_who_can_change_it_and_where(
+    gateway: FakeServer, scenario: str, rule: str | None
+) -> None:
+    error, parts = await failure(settings_for(gateway, maxRetries=3), f"fake/{scenario}")
+    assert (error.kind, error.status) == ("routing_rule", 403)
+    assert "A routing rule of your Vercel team refused this model" in error.message
+    assert "Owners and Members can change or remove the rule" in error.message
+    assert "Vercel dashboard → AI Gateway → Routing Rules" in error.message
+    assert ("rule_abc123" in error.message) == (rule is not None)
+    assert "upgrade the plan" not in error.message  # not the generic forbidden advice
+    assert "http" not in error.message.lower()  # a rule's reason is its author's text: no link
+    assert len(gateway.gateway.requests) == 1 and parts == []
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ({"error": "Request denied by a routing rule.", "type": "forbidden", "statusCode": 403}, "routing_rule"),
+        ({"error": {"message": "No.", "type": "forbidden", "param": {"ruleId": "rule_1"}}}, "routing_rule"),
+        # A rule id that is not one (a link, a line break) is not trusted, nor shown.
+        ({"error": {"message": "No.", "type": "forbidden", "param": {"ruleId": "[x](command:y)"}}}, "forbidden"),
+        # Other 403s keep the generic words: the free tier, a model allowlist, words without the type.
+        ({"error": {"message": "Free tier users cannot use this model", "type": "forbidden"}}, "forbidden"),
+        ({"error": {"message": "Model not on the team's allowlist", "type": "forbidden"}}, "forbidden"),
+        ({"error": {"message": "a routing rule of some proxy", "type": "proxy_error"}}, "forbidden"),
+    ],
+)
+def test_only_a_routing_rule_deny_is_told_as_one(body: dict[str, Any], kind: str) -> None:
+    error = error_from_response(403, json.dumps(body).encode())
+    assert error.kind == kind
+    assert "command:" not in error.message or kind == "forbidden"
+    # The same words on another status are no rule's deny.
+    assert error_from_response(400, json.dumps(body).encode()).kind == "bad_request"
+
+
+@pytest.mark.parametrize(
     ("status", "body", "kind"),
     [
         # Anthropic's 400 about a token budget, OpenAI's quota, the free tier: not a spend budget.

@@ -58,6 +58,7 @@ def test_the_contract_names_every_method_and_notification() -> None:
         "internal",
         "spend_limit",
         "gateway_budget",
+        "routing_rule",
     ]
 
 

@@ -131,6 +131,21 @@ test('a spent gateway budget is told as one: which budget, where to raise it, no
   assert.equal(after - before, 1, 'a budget refusal is not retried');
 });
 
+test("a team routing rule's deny is told as one: a rule refused the model, who can change it and where, no link, sent once", async () => {
+  const before = ((await (await fetch(`${gatewayUrl}/_requests`)).json()) as unknown[]).length;
+  await assert.rejects(chat('fake/rule-denied-reason', [userMessage(new stub.LanguageModelTextPart('hi'))]), (error: GatewayChatError) => {
+    assert.equal(error.kind, 'routing_rule');
+    assert.equal(error.status, 403);
+    assert.match(error.message, /A routing rule of your Vercel team refused this model \(rule rule_abc123\)/);
+    assert.match(error.message, /Owners and Members can change or remove the rule/);
+    assert.match(error.message, /Vercel dashboard → AI Gateway → Routing Rules/);
+    assert.doesNotMatch(error.message, /https?:|upgrade the plan/);
+    return true;
+  });
+  const after = ((await (await fetch(`${gatewayUrl}/_requests`)).json()) as unknown[]).length;
+  assert.equal(after - before, 1, 'a deny is not retried');
+});
+
 test('cancelling stops the stream and reports nothing after', async () => {
   const source = new CancellationTokenSource();
   const parts: unknown[] = [];

@@ -31,6 +31,7 @@ ErrorKind = TypeAliasType(
         "internal",
         "spend_limit",
         "gateway_budget",
+        "routing_rule",
     ],
 )
 # Which check refused: the request limit, the day limit, or either when the model has no price.
@@ -432,6 +433,48 @@ def budget_error(scope: BudgetScope | None, detail: str, status: int | None) -> 
     return GatewayError("gateway_budget", message, status=status, budget=scope)
 
 
+# A team routing rule's deny (rfcs/0003-rpc-contract.md, "A team's routing rules"). The gateway's routing-rules page
+# documents a 403 with `{"error": "Request denied by a routing rule.", "type": "forbidden",
+# "statusCode": 403}`; @ai-sdk/gateway reads the usual envelope, `{"error": {"type": "forbidden",
+# "message": …, "param": {"ruleId": …}}}` (vercel/ai #16105, #16242), where the message may be the
+# rule's own reason. A 403 is one when its `param` names a rule, or when it is `forbidden` and its
+# words say "routing rule"; any other 403 (free tier, a model allowlist) stays `forbidden`.
+_ROUTING_RULE_WORDS = re.compile(r"\brouting[\s_-]+rule", re.IGNORECASE)
+_RULE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+
+
+def routing_rule_refusal(status: int, payload: Any) -> tuple[bool, str | None]:
+    """Whether an error answer is a team routing rule's deny, and the rule's id when it names a
+    well-formed one (it goes into the message and a log line)."""
+    if status != 403 or not isinstance(payload, dict):
+        return False, None
+    inner = payload.get("error")
+    fields: dict[str, Any] = inner if isinstance(inner, dict) else {**payload, "message": inner}
+    param = fields.get("param")
+    rule = param.get("ruleId") if isinstance(param, dict) else None
+    rule_id = rule if isinstance(rule, str) and _RULE_ID.match(rule) else None
+    words = f"{fields.get('message') or ''} {fields.get('code') or ''}"
+    forbidden = str(fields.get("type") or "").strip().lower() == "forbidden"
+    return rule_id is not None or (forbidden and _ROUTING_RULE_WORDS.search(words) is not None), rule_id
+
+
+def routing_rule_error(rule_id: str | None, detail: str, status: int | None) -> GatewayError:
+    """The words of a routing rule's deny: what refused, who can change it and where (as plain
+    words: a link would be the gateway's to choose), and what the user can do now. The gateway's own
+    words follow, without links and bounded (a rule's reason is its author's text)."""
+    rule = f" (rule {rule_id})" if rule_id else ""
+    message = (
+        f"A routing rule of your Vercel team refused this model{rule}: the AI Gateway denies every"
+        " request for it made with the team's credentials, so trying again will not help. Pick another"
+        " model. The team's Owners and Members can change or remove the rule (Developers can only view"
+        " it): Vercel dashboard → AI Gateway → Routing Rules, or `vercel ai-gateway rules list`."
+    )
+    said = shown(_URL.sub("(link removed)", detail))
+    if said:
+        message += f" The gateway said: {said.rstrip('.')}."
+    return GatewayError("routing_rule", message, status=status)
+
+
 def error_from_response(status: int, body: bytes, retry_after: float | None = None) -> GatewayError:
     detail, code = detail_from_body(body)
     try:
@@ -442,7 +485,10 @@ def error_from_response(status: int, body: bytes, retry_after: float | None = No
     inner = inner if isinstance(inner, dict) else {}
     codes = " ".join(str(inner.get(field) or "") for field in ("type", "code")).strip()
     refused, scope = budget_refusal(status, detail, codes, inner.get("param"))
-    if refused:
+    denied, rule_id = routing_rule_refusal(status, payload)
+    if denied:  # a rule's reason may speak of budgets: the rule is what refused
+        error = routing_rule_error(rule_id, detail, status)
+    elif refused:
         error = budget_error(scope, detail, status)
     else:
         kind = kind_for_status(status, detail, code)
