@@ -286,6 +286,7 @@ export interface UsagePart {
   totalTokens: number;
   cachedTokens: number;
   reasoningTokens: number;
+  servedModel?: string;
 }
 export interface CountParams {
   model: string;
@@ -395,6 +396,7 @@ export interface UsageRecord {
   billed: boolean;
   byok: boolean | null;
   group: string | null;
+  requestedModel: string | null;
 }
 export interface RpcNotifications {
   'gateway/parts': PartsNotification;

@@ -56,10 +56,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     shown: shownPatterns,
     loadCache: () => (cache ??= loadModels(cacheFile, log)),
     saveCache: (models) => writeJsonAtomic(cacheFile, models).catch((error: Error) => warn(`Could not save the model list: ${error.message}`)),
-    onUsage: (model, usage, requestId, group) => {
+    onUsage: (model, usage, requestId, group, served) => {
       if (group !== lastGroup) credits.keyChanged();
       lastGroup = group;
-      status.show(model, usage, requestId, group); // the status bar shows real tokens
+      status.show(model, usage, requestId, group, served); // the status bar shows real tokens
       credits.refreshSoon();
     },
     confirmSpend: askToSend,

@@ -30,7 +30,8 @@ export interface ProviderHooks {
   loadCache(): Promise<ModelEntry[]>;
   saveCache(models: ModelEntry[]): Promise<void>;
   /** `group`: the tag of the provider group the request went out with; undefined: the default key. */
-  onUsage(model: ModelEntry | undefined, usage: UsagePart, requestId: string, group?: string): void;
+  /** `served`: the entry of the model that answered, when a team routing rule had another answer (usage.servedModel). */
+  onUsage(model: ModelEntry | undefined, usage: UsagePart, requestId: string, group?: string, served?: ModelEntry): void;
   /** The spend guard refused a request: ask the user (extension/guard.ts). Without it, the refusal
    * is an error like any other. */
   confirmSpend?(refusal: Refusal): Promise<SpendAnswer>;
@@ -227,7 +228,8 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
         // In the unit of the window VS Code has, which holds for Copilot's turn (rfcs/0004).
         const window = budgetWindow(model, params.modelConfiguration);
         progress.report(usageDataPart(result.usage, entry?.budgetFactor, promptScale(result, window)));
-        this.hooks.onUsage(entry, result.usage, requestId, group); // the status bar shows real tokens
+        const served = result.usage.servedModel === undefined ? undefined : this.models.find((m) => m.id === result.usage!.servedModel);
+        this.hooks.onUsage(entry, result.usage, requestId, group, served); // the status bar shows real tokens
       }
     } catch (error) {
       if (token.isCancellationRequested || isCancellation(error)) return;

@@ -36,6 +36,8 @@ export function parseUsageRecord(value: unknown): UsageRecord | undefined {
   if (!(r.cost === null || isCost(r.cost)) || typeof r.billed !== 'boolean' || !(r.byok === null || typeof r.byok === 'boolean')) return undefined;
   // A record from a sidecar before provider groups has none: the default key's.
   if (!(r.group === undefined || r.group === null || isGroup(r.group))) return undefined;
+  // A record from a sidecar before routing rules has no requested model: the model answered as asked.
+  if (!(r.requestedModel === undefined || r.requestedModel === null || isText(r.requestedModel, MAX_MODEL_ID))) return undefined;
   return {
     id: r.id,
     time: r.time,
@@ -50,6 +52,7 @@ export function parseUsageRecord(value: unknown): UsageRecord | undefined {
     billed: r.billed,
     byok: r.byok,
     group: isGroup(r.group) ? r.group : null,
+    requestedModel: isText(r.requestedModel, MAX_MODEL_ID) ? r.requestedModel : null,
   };
 }
 

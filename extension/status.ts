@@ -14,6 +14,8 @@ const REMEMBERED = 50;
 interface Shown {
   requestId: string | undefined;
   model: ModelEntry | undefined;
+  /** The model that answered, when a team routing rule had another answer than `model`. */
+  served: ModelEntry | undefined;
   usage: UsagePart;
   estimate: number | undefined;
   record: UsageRecord | undefined;
@@ -33,14 +35,17 @@ export class StatusBar implements vscode.Disposable {
     this.item.command = COMMANDS.showLogs;
   }
 
-  /** `group`: the tag of the provider group whose key the request went out with (undefined: the default key). */
-  show(model: ModelEntry | undefined, usage: UsagePart, requestId?: string, group?: string): void {
-    const estimate = model ? requestCost(model, usage) : undefined;
+  /** `group`: the tag of the provider group whose key the request went out with (undefined: the default key).
+   * `served`: the entry of the model that answered, when a team routing rule rewrote `model` to it
+   * (usage.servedModel): the request is priced, and its window read, as that model's. */
+  show(model: ModelEntry | undefined, usage: UsagePart, requestId?: string, group?: string, served?: ModelEntry): void {
+    const answered = served ?? model;
+    const estimate = answered ? requestCost(answered, usage) : undefined;
     if (estimate !== undefined) {
       this.sessionCost += estimate;
       if (requestId !== undefined) remember(this.estimates, requestId, estimate);
     }
-    this.shown = { requestId, model, usage, estimate, record: undefined, group };
+    this.shown = { requestId, model, served, usage, estimate, record: undefined, group };
     const early = requestId === undefined ? undefined : this.early.get(requestId);
     if (!early) return this.render();
     this.early.delete(requestId!);
@@ -68,8 +73,9 @@ export class StatusBar implements vscode.Disposable {
   }
 
   private render(): void {
-    const { model, usage, estimate, record, group } = this.shown!;
-    const share = model ? usage.inputTokens / model.contextWindow : undefined;
+    const { model, served, usage, estimate, record, group } = this.shown!;
+    const window = (served ?? model)?.contextWindow;
+    const share = window ? usage.inputTokens / window : undefined;
     const cost = record?.cost ?? estimate;
     const approx = record?.cost != null && !record.billed ? '≈ ' : '';
     const percent = share === undefined ? '' : ` · ${share > 0 && share < 0.01 ? '<1' : Math.round(share * 100)}% of context`;
@@ -86,10 +92,12 @@ export class StatusBar implements vscode.Disposable {
           : undefined;
     this.item.tooltip = [
       `Model: ${model?.id ?? 'unknown'}`,
+      // The id is the list's (its safe characters, bounded: contract SAFE_ID_PATTERN), shown as text.
+      served ? `Answered by: ${plain(served.id)} (a team routing rule)` : '',
       `Key: ${group === undefined ? 'the default key' : `${groupLabel(group)} (a provider group of Chat: Manage Language Models)`}`,
       `Input: ${usage.inputTokens} tokens (cached ${usage.cachedTokens})`,
       `Output: ${usage.outputTokens} tokens (reasoning ${usage.reasoningTokens})`,
-      share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${model?.contextWindow}`,
+      share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${window}`,
       cost === undefined ? '' : `${costLabel(record)}: ${approx}${dollars(cost, 'bill')} · this session ${dollars(this.sessionCost, 'bill')}`,
       ...billedLines(record),
       this.credits === null ? '' : `Credits: ${dollars(this.credits, 'cents')} left on ${group === undefined ? 'the default key' : groupLabel(group)}`,

@@ -132,6 +132,27 @@ TIERED_MODEL = {
     },
 }
 
+# Listed too under a base URL with `/rules/` in its path, and in the UI run's list (FAKE_GATEWAY_TIERED):
+# models a team routing rule acts on (rfcs/0003-rpc-contract.md, "A team's routing rules"). A request
+# for `fake/rule-denied` is denied (RULE_REFUSALS); one for `fake/rule-rewrite` is answered by
+# RULE_DESTINATION, which the response object names, as a rewrite to another listed model. Priced as
+# Fake Text (within the UI run's spend limit, above Fake Tools: no small-task pick) and apart from the
+# destination, so a cost tells which model it was priced as.
+RULE_DESTINATION = "fake/tools"
+RULE_MODELS = [
+    {
+        "id": f"fake/{name}",
+        "name": title,
+        "type": "language",
+        "owned_by": "fake",
+        "context_window": 200000,
+        "max_tokens": 8192,
+        "tags": ["tool-use"],
+        "pricing": {"input": "0.000003", "output": "0.000015"},
+    }
+    for name, title in (("rule-denied", "Fake Denied by Rule"), ("rule-rewrite", "Fake Rewritten by Rule"))
+]
+
 # Listed too under a base URL with `/tokenizer/` in its path: the `tokenizer` scenario by model id,
 # a provider counting 1.35× o200k that enforces the input limit of this window (window − max output).
 TOKENIZER_MODEL = {
@@ -459,6 +480,8 @@ class Handler(BaseHTTPRequestHandler):
             elif "/surrogate/" in self.path:  # a name with a lone surrogate, as JSON's \ud800 can carry
                 lone = {**MODELS[0], "id": "fake/lone", "name": "Lone \ud800 Name"}
                 self._json(200, {"object": "list", "data": [*MODELS, lone]})
+            elif "/rules/" in self.path:
+                self._json(200, {"object": "list", "data": [*MODELS, *RULE_MODELS]})
             elif "/tiers/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, TIERED_MODEL]})
             elif "/efforts/" in self.path:
@@ -469,7 +492,7 @@ class Handler(BaseHTTPRequestHandler):
             elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
                 markup = [MARKUP_MODEL, MARKUP_ID_MODEL] if self.server.gateway.markup else []
                 tiered = (
-                    [TIERED_MODEL, *SPEED_UI_MODELS] if os.environ.get("FAKE_GATEWAY_TIERED") else []
+                    [TIERED_MODEL, *SPEED_UI_MODELS, *RULE_MODELS] if os.environ.get("FAKE_GATEWAY_TIERED") else []
                 )  # the UI run's
                 self._json(200, {"object": "list", "data": [*MODELS, OVERFLOW_MODEL, *tiered, *markup]})
             else:
@@ -745,6 +768,12 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         return
     if scenario == "echo":
         h._send(entry, [created, *text_events([json.dumps(body)]), completed()])
+        return
+    if scenario == "rule-rewrite":  # a team routing rule served RULE_DESTINATION in the model's place
+        served = {"model": RULE_DESTINATION}
+        started = {"type": "response.created", "response": response_obj("in_progress", **served)}
+        done = {"type": "response.completed", "response": response_obj("completed", usage=USAGE, **served)}
+        h._send(entry, [started, *text_events(ANSWER), done])
         return
     if scenario == "hostile-answer":
         h._send(entry, [created, *text_events(["Hi ", HOSTILE_TEXT]), completed()])

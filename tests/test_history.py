@@ -33,6 +33,7 @@ def record(key: str, time: str, cost: float | None = 0.001, billed: bool = True,
         "billed": billed,
         "byok": False,
         "group": group,
+        "requestedModel": None,
     }
 
 

@@ -399,6 +399,7 @@ def record_at(time: str, cost: float, group: str | None = None) -> Any:
         "billed": True,
         "byok": False,
         "group": group,
+        "requestedModel": None,
     }
 
 
@@ -454,5 +455,50 @@ async def test_a_model_id_past_the_bound_is_listed_nowhere_asked_for_never_and_r
         assert gateway.gateway.requests == [], "nothing was sent"
         usage = await side.request("gateway/usage", {})
         assert usage["records"] == [] and usage["dayTotal"] == 0.0
+    finally:
+        await side.stop()
+
+
+# A team routing rule's rewrite (rfcs/0003-rpc-contract.md, "A team's routing rules"): the fake's
+# `/rules/` list holds fake/rule-rewrite ($3 in, $15 out per million), which it answers as fake/tools
+# ($1 in, $2 out), naming it in the response object. The fake's usage: 42 in (10 cached), 7 out.
+SERVED_COST = (42 * 1 + 7 * 2) / 1e6
+REQUESTED_COST = (42 * 3 + 7 * 15) / 1e6
+
+
+async def test_a_routing_rule_rewrite_is_priced_and_recorded_as_the_model_that_answered(
+    gateway: FakeServer, tmp_path: Path
+) -> None:
+    side = Sidecar()
+    await side.start(gateway.base_url + "/rules/v1", {"stateDir": str(tmp_path), "maxRetries": 0})
+    try:
+        await side.request("gateway/models", {})
+        result = await side.request("gateway/chat", chat("r1", "rule-rewrite", model="fake/rule-rewrite"))
+        assert result["usage"]["servedModel"] == "fake/tools"  # the result's usage, the usage part's too
+        _, record = await billed_for(side, "r1")
+        assert (record["model"], record["requestedModel"]) == ("fake/tools", "fake/rule-rewrite")
+        assert record["billed"] is False and record["cost"] == pytest.approx(SERVED_COST)
+        assert record["cost"] != pytest.approx(REQUESTED_COST)
+        assert (await side.request("gateway/usage", {}))["records"] == [record], "the history holds it so"
+        # The model requested answered (the fake names no listed model): no rewrite, priced as itself.
+        result = await side.request("gateway/chat", chat("r2", "text", model="fake/rule-rewrite"))
+        assert "servedModel" not in result["usage"]
+        _, record = await billed_for(side, "r2")
+        assert (record["model"], record["requestedModel"]) == ("fake/rule-rewrite", None)
+        assert record["cost"] == pytest.approx(REQUESTED_COST)
+    finally:
+        await side.stop()
+
+
+async def test_a_fallback_the_user_set_is_no_routing_rule(gateway: FakeServer, tmp_path: Path) -> None:
+    side = Sidecar()
+    settings = {"stateDir": str(tmp_path), "maxRetries": 0, "gatewayModels": ["fake/tools"]}
+    await side.start(gateway.base_url + "/rules/v1", settings)
+    try:
+        await side.request("gateway/models", {})
+        result = await side.request("gateway/chat", chat("f1", "rule-rewrite", model="fake/rule-rewrite"))
+        assert "servedModel" not in result["usage"]
+        _, record = await billed_for(side, "f1")
+        assert record["requestedModel"] is None and record["model"] == "fake/rule-rewrite"
     finally:
         await side.stop()

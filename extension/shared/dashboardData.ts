@@ -63,6 +63,7 @@ export function groupLabel(tag: string | null | undefined): string {
 const CSV_COLUMNS = [
   'time',
   'model',
+  'requested_model',
   'provider',
   'input_tokens',
   'output_tokens',
@@ -90,6 +91,7 @@ export function toCsv(records: readonly UsageRecord[]): string {
     [
       r.time,
       r.model,
+      r.requestedModel,
       r.provider,
       r.inputTokens,
       r.outputTokens,

@@ -127,7 +127,8 @@ function fillTable(records: readonly UsageRecord[]): void {
       const cost = `${r.billed ? '' : '≈ '}${money(r.cost ?? 0)}`;
       for (const [value, numeric] of [
         [r.time.slice(0, 19).replace('T', ' '), false],
-        [r.model, false],
+        // A team routing rule's rewrite: the model that answered (and was priced), then the one picked.
+        [r.requestedModel ? `${r.model} (for ${r.requestedModel}, a team routing rule)` : r.model, false],
         [`${r.provider ?? '—'}${r.byok ? ' (BYOK)' : ''}`, false],
         [groupLabel(r.group), false],
         [String(r.inputTokens), true],

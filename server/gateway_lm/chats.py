@@ -333,7 +333,9 @@ class ChatService:
         )
         outcome = ChatOutcome()
         try:
-            async for batch in stream_prepared(prepared, request.model, self.client, chat.api_key, outcome):
+            async for batch in stream_prepared(
+                prepared, request.model, self.client, chat.api_key, outcome, self.models
+            ):
                 chat.shown = True
                 parts.post(batch)
         except asyncio.CancelledError:
@@ -346,7 +348,9 @@ class ChatService:
         parts.flush()  # every part precedes the result
         if self._keeps_accounts:
             self._calibrate_later(request.model, outcome)
-            known = self.models.get(request.model)
+            # Priced as the model that answered: a routing rule's destination, when one rewrote it.
+            served = outcome.usage.get("servedModel") if outcome.usage is not None else None
+            known = self.models.get(served or request.model)
             self._in_background(
                 self.ledger.settle(chat.request_id, request.model, outcome, known, chat.api_key, chat.group)
             )

@@ -232,8 +232,10 @@ def _line(record: UsageRecord) -> str:
     # Every text of a record is the gateway's (the model id from its list, the provider from its
     # bill, the time from a shared file): printed as text, never as the terminal's commands.
     when = printable(record["time"].replace("T", " ")[:19])
+    requested = record["requestedModel"]
+    model = record["model"] + (f" (for {requested}, a team routing rule)" if requested else "")
     return (
-        f"{when}\t{printable(record['model'])}\t{printable(record['provider'] or '-')}\tin {record['inputTokens']}"
+        f"{when}\t{printable(model)}\t{printable(record['provider'] or '-')}\tin {record['inputTokens']}"
         f" (cached {record['cachedTokens']}, written {record['cacheWriteTokens']})\tout {record['outputTokens']}"
         f" (reasoning {record['reasoningTokens']})\t{cost}\n"
     )

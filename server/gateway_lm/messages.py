@@ -21,7 +21,10 @@ from pydantic import (
     WrapValidator,
 )
 from pydantic.json_schema import SkipJsonSchema
-from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only on Python 3.12+ (contract.py)
+from typing_extensions import (
+    NotRequired,
+    TypedDict,
+)  # pydantic reads typing.TypedDict only on Python 3.12+ (contract.py)
 
 from .gateway.errors import ErrorKind
 
@@ -256,6 +259,9 @@ class UsagePart(TypedDict):
     totalTokens: int
     cachedTokens: int
     reasoningTokens: int
+    # The model that answered, when a team routing rule rewrote the one requested to another listed
+    # model (rfcs/0003-rpc-contract.md, "A team's routing rules"); absent when the requested one did.
+    servedModel: NotRequired[ModelId]
 
 
 FinishReason = Literal["stop", "length", "toolCalls", "contentFilter", "refusal"]

@@ -7,7 +7,7 @@ around them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,17 +94,32 @@ async def stream_chat(
         yield parts
 
 
+def rewritten_by_rule(model: str, body: dict[str, Any], listed: Container[str]) -> Callable[[str], bool]:
+    """Whether the model a response names is one a team routing rule served in place of `model`
+    (rfcs/0003-rpc-contract.md, "A team's routing rules"): a model the list holds, other than the one
+    requested and the request's own fallbacks (`providerOptions.gateway.models`, which the user
+    asked for). A name the list does not hold is no rewrite: a provider names its own snapshot
+    (OpenAI's streams say `gpt-4o-2024-08-06` for `gpt-4o`)."""
+    options = body.get("providerOptions")
+    gateway = options.get("gateway") if isinstance(options, dict) else None
+    models = gateway.get("models") if isinstance(gateway, dict) else None
+    fallbacks = {m for m in models if isinstance(m, str)} if isinstance(models, list) else set()
+    return lambda reported: reported != model and reported not in fallbacks and reported in listed
+
+
 async def stream_prepared(
     prepared: Prepared,
     model: str,
     client: GatewayClient,
     api_key: str | None,
     outcome: ChatOutcome | None = None,
+    listed: Container[str] = (),
 ) -> AsyncIterator[list[PartOut]]:
-    """Batches of parts, one per network read that produced any. Raises GatewayError."""
+    """Batches of parts, one per network read that produced any. Raises GatewayError. `listed`: the
+    ids of the model list, which tell a routing rule's rewrite (rewritten_by_rule)."""
     if outcome is not None:
         outcome.body = prepared.body
-    adapter = StreamAdapter(prepared.names, model)
+    adapter = StreamAdapter(prepared.names, model, rewritten_by_rule(model, prepared.body, listed))
     events = client.stream_events(prepared.body, api_key, prepared.headers, prepared.content)
     try:
         async for batch in events:

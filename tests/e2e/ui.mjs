@@ -613,6 +613,41 @@ try {
     assert.equal(tries.length, 1, 'sent once: a spent budget is not waited out');
   });
 
+  // Issue 45 §1: a team routing rule denies a model (the fake answers fake/rule-denied with the 403
+  // the gateway's docs show), or rewrites it (fake/rule-rewrite is answered by fake/tools, which the
+  // response object names).
+  await step('routing-rule-denied', async () => {
+    await pickModel('Fake Denied by Rule');
+    const before = (await gatewayRequests()).length;
+    await send('Use the model my team does not allow');
+    const answer = responses().last();
+    await answer.getByText('A routing rule of your Vercel team refused this model', { exact: false }).first().waitFor({ timeout: 60_000 });
+    const text = await answer.innerText();
+    assert.match(text, /Owners and Members can change or remove the rule/, `who can change it:\n${text}`);
+    assert.match(text, /Vercel dashboard → AI Gateway → Routing Rules/, 'where');
+    assert.doesNotMatch(text, /upgrade the plan/, 'not the generic forbidden advice');
+    assert.equal(await answer.locator('a[href^="http"]').count(), 0, 'no link from the gateway in the chat');
+    const tries = (await gatewayRequests()).slice(before).filter((e) => e.body?.model === 'fake/rule-denied');
+    assert.equal(tries.length, 1, 'sent once: a deny is not retried');
+  });
+
+  await step('routing-rule-rewrite', async () => {
+    await pickModel('Fake Rewritten by Rule');
+    await send('Answer with whatever model my team routes to');
+    await responses().last().getByText('Hello from the fake gateway.', { exact: false }).first().waitFor({ timeout: 60_000 });
+    const status = page.locator('.statusbar-item', { hasText: /Fake Rewritten by Rule/ }).first();
+    await status.waitFor({ timeout: 10_000 });
+    await status.hover();
+    const tooltip = page.locator('.workbench-hover, .monaco-hover').filter({ hasText: 'Answered by' }).filter({ visible: true }).first();
+    await tooltip.waitFor({ timeout: 10_000 });
+    const text = await tooltip.innerText();
+    assert.match(text, /Model: fake\/rule-rewrite/, `the model picked:\n${text}`);
+    assert.match(text, /Answered by: fake\/tools \(a team routing rule\)/, 'the model that answered');
+    await page.screenshot({ path: path.join(artifacts, 'ui-routing-rule-tooltip.png') });
+    await page.mouse.move(0, 0); // the hover goes, for the steps after
+    await pickModel('Fake Text'); // as the steps after expect it
+  });
+
   await step('overflow-learned', async () => {
     await send('[scenario:overflow:150000] Too long for this model');
     const answer = responses().last();

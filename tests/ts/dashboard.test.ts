@@ -25,6 +25,7 @@ const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
   billed: true,
   byok: false,
   group: null,
+  requestedModel: null,
   ...fields,
 });
 
@@ -76,16 +77,19 @@ test('CSV: commas, quotes and line breaks are quoted; a model name with a comma 
   const csv = toCsv([
     record({ model: 'acme/model, large', provider: null, cost: null, byok: null }),
     record({ id: 'gen_2', model: 'acme/"quoted"', cost: 0.0004, billed: false, group: '3f9a1c2e4b5d' }),
+    // A team routing rule's rewrite: the model that answered, then the one picked (issue 45 §1).
+    record({ id: 'gen_3', model: 'acme/small', requestedModel: 'acme/large' }),
   ]);
   const lines = csv.split('\r\n');
   assert.equal(
     lines[0],
-    'time,model,provider,input_tokens,output_tokens,cached_tokens,cache_write_tokens,reasoning_tokens,cost_usd,cost_kind,byok,key_group,id',
+    'time,model,requested_model,provider,input_tokens,output_tokens,cached_tokens,cache_write_tokens,reasoning_tokens,cost_usd,cost_kind,byok,key_group,id',
   );
-  assert.equal(lines[1], '2026-11-26T08:00:00Z,"acme/model, large",,100,10,0,0,0,,,,,gen_1');
-  assert.equal(lines[2], '2026-11-26T08:00:00Z,"acme/""quoted""",openai,100,10,0,0,0,0.0004,estimated,false,3f9a1c2e4b5d,gen_2');
-  assert.equal(lines[3], '', 'ends with a line break');
-  assert.equal(lines.length, 4);
+  assert.equal(lines[1], '2026-11-26T08:00:00Z,"acme/model, large",,,100,10,0,0,0,,,,,gen_1');
+  assert.equal(lines[2], '2026-11-26T08:00:00Z,"acme/""quoted""",,openai,100,10,0,0,0,0.0004,estimated,false,3f9a1c2e4b5d,gen_2');
+  assert.match(lines[3], /^2026-11-26T08:00:00Z,acme\/small,acme\/large,openai,/);
+  assert.equal(lines[4], '', 'ends with a line break');
+  assert.equal(lines.length, 5);
 });
 
 test('spend per day: every day of the range, stacked by model, dearest first, the tail as other models', () => {

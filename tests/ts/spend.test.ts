@@ -40,6 +40,7 @@ const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
   billed: true,
   byok: false,
   group: null,
+  requestedModel: null,
   ...fields,
 });
 const item = () => stub.statusBarItems.at(-1)!;

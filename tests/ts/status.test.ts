@@ -88,3 +88,23 @@ test('a long request is priced at the tier its input reached, as the gateway bil
   status.show(tiered, usage(300_000, 1000, 100_000)); // 200,000 × $6 + 100,000 × $0.60 + 1,000 × $22.50 = $1.2825
   assert.match(latestItem().tooltip!, /Cost: \$1\.28 · /, "not $0.6450, the base prices' cost");
 });
+
+test("a team routing rule's rewrite: the tooltip names the model that answered, and the request is priced as it (issue 45 §1)", () => {
+  const haiku: ModelEntry = {
+    ...sonnet,
+    id: 'anthropic/claude-haiku-4.5',
+    name: 'Claude Haiku 4.5',
+    contextWindow: 100_000,
+    pricing: { ...sonnet.pricing, input: 1, output: 5, cacheRead: 0.1 },
+  };
+  const status = new StatusBar();
+  status.show(sonnet, { ...usage(10_000, 1_000), servedModel: haiku.id }, 'r1', undefined, haiku);
+  const item = latestItem();
+  assert.match(item.tooltip!, /^Model: anthropic\/claude-sonnet-4$/m, 'the model picked');
+  assert.match(item.tooltip!, /^Answered by: anthropic\/claude-haiku-4\.5 \(a team routing rule\)$/m);
+  // 10,000 × $1 + 1,000 × $5 per million = $0.015 (Sonnet's prices would say $0.045)
+  assert.match(item.tooltip!, /Cost: \$0\.0150 · this session \$0\.0150/);
+  assert.match(item.tooltip!, /Context window: 10\.0% of 100000/, 'the window of the model that answered');
+  status.show(sonnet, usage(10_000, 1_000), 'r2');
+  assert.doesNotMatch(latestItem().tooltip!, /Answered by/, 'the model picked answered: nothing to say');
+});

@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS usage (
     cost REAL,
     billed INTEGER NOT NULL,
     byok INTEGER,
-    grp TEXT
+    grp TEXT,
+    requested_model TEXT
 );
 CREATE INDEX IF NOT EXISTS usage_day ON usage (day);
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
@@ -75,6 +76,7 @@ _FIELDS = (
     ("billed", "billed"),
     ("byok", "byok"),
     ("grp", "group"),
+    ("requested_model", "requestedModel"),
 )
 _COLUMNS = ", ".join(column for column, _ in _FIELDS)
 _UPSERT = (
@@ -106,6 +108,9 @@ class UsageRecord(TypedDict):
     billed: bool  # True: the gateway's total_cost; False: our estimate from the model's prices
     byok: bool | None
     group: GroupId | None  # the provider group whose key paid (messages.GroupId); None: the default key
+    # The model the user picked, when a team routing rule had another answer it: `model` is the one
+    # that answered, whose prices the cost is in (rfcs/0006-spend.md, "A routing rule's rewrite").
+    requestedModel: ModelId | None
 
 
 class Every:
@@ -115,18 +120,20 @@ class Every:
 EVERY = Every()
 
 
-def _add_group_column(db: sqlite3.Connection) -> None:
-    """A history written before provider groups has no `grp` column: added, its rows the default
-    key's (NULL), which they were. Two windows may add it at once: the loser's duplicate is fine."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
-    if "grp" in columns:
-        return
-    try:
-        db.execute("ALTER TABLE usage ADD COLUMN grp TEXT")
-    except sqlite3.OperationalError:
+def _add_columns(db: sqlite3.Connection) -> None:
+    """A history written before provider groups has no `grp` column, one written before routing rules
+    no `requested_model`: added, NULL in its rows (the default key's; the model requested answered),
+    which they were. Two windows may add one at once: the loser's duplicate is fine."""
+    for column in ("grp", "requested_model"):
         columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
-        if "grp" not in columns:
-            raise
+        if column in columns:
+            continue
+        try:
+            db.execute(f"ALTER TABLE usage ADD COLUMN {column} TEXT")
+        except sqlite3.OperationalError:
+            columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
+            if column not in columns:
+                raise
 
 
 DRIVE_REMOTE = 4  # GetDriveTypeW: "The drive is a remote (network) drive."
@@ -210,7 +217,7 @@ class UsageStore:
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.wal = set_journal(self._db, on_network(path))
             self._db.executescript(_SCHEMA)
-            _add_group_column(self._db)
+            _add_columns(self._db)
         except sqlite3.Error:
             self._db.close()
             raise
@@ -295,7 +302,7 @@ class UsageStore:
 def _record(row: tuple[Any, ...]) -> UsageRecord | None:
     values = dict(zip((name for _, name in _FIELDS), row, strict=True))
     try:
-        provider, byok, group = values["provider"], values["byok"], values["group"]
+        provider, byok, group, requested = values["provider"], values["byok"], values["group"], values["requestedModel"]
         return {
             "id": _text(values["id"], MAX_ID),
             "time": _text(values["time"], MAX_TIME),
@@ -310,6 +317,8 @@ def _record(row: tuple[Any, ...]) -> UsageRecord | None:
             "billed": values["billed"] == 1,
             "byok": None if byok not in (0, 1) else byok == 1,
             "group": _group(group),
+            # a requested model that does not read is no rewrite: the record stands as the model's
+            "requestedModel": requested if isinstance(requested, str) and 0 < len(requested) <= MAX_MODEL_ID else None,
         }
     except ValueError:
         return None

@@ -312,12 +312,15 @@ def _of(record: UsageRecord, group: str | Every | None) -> bool:
 def estimated(
     model: str, usage: UsagePart, response_id: str | None, known: ModelInfo | None, group: str | None = None
 ) -> UsageRecord:
-    """The record by list prices, as soon as the chat answered."""
+    """The record by list prices, as soon as the chat answered: of the model that answered (`known`
+    is its entry), and the one requested when a routing rule served another."""
     now = datetime.datetime.now(datetime.timezone.utc)
+    served = usage.get("servedModel")
     return {
         "id": response_id if response_id and len(response_id) <= MAX_ID else uuid.uuid4().hex,
         "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "model": model,
+        "model": served or model,
+        "requestedModel": model if served else None,
         "provider": None,
         "inputTokens": usage["inputTokens"],
         "outputTokens": usage["outputTokens"],

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..gateway.errors import GatewayError, error_from_stream, with_advice
-from ..messages import FinishReason, PartOut, UsagePart
+from ..messages import MAX_MODEL_ID, FinishReason, PartOut, UsagePart
 from ..reasoning import ReasoningLog
 from ..toolnames import ToolNameMap
 from .items import Event, Key, OutputItems
@@ -37,9 +37,14 @@ _REASONING_DONES = (
 
 
 class StreamAdapter:
-    def __init__(self, names: ToolNameMap | None = None, model: str = "") -> None:
+    def __init__(
+        self, names: ToolNameMap | None = None, model: str = "", rewritten: Callable[[str], bool] | None = None
+    ) -> None:
         self._items = OutputItems(names or ToolNameMap([]))
         self._model = model  # the model that reasons, named in the reasoning state
+        # Whether the model a response names is one a routing rule put in place of `model` (pipeline.py)
+        self._rewritten = rewritten or (lambda reported: False)
+        self._reported: str | None = None  # the `model` the response object names, as last seen
         self._reasoning = ReasoningLog()
         self._shown = Shown()
         self._error: GatewayError | None = None
@@ -220,6 +225,9 @@ class StreamAdapter:
     def _remember_response(self, response: Any) -> None:
         if isinstance(response, dict) and isinstance(response.get("id"), str):
             self.response_id = response["id"]
+        reported = response.get("model") if isinstance(response, dict) else None
+        if isinstance(reported, str) and 0 < len(reported) <= MAX_MODEL_ID:
+            self._reported = reported
 
     def _on_error(self, event: Event) -> list[PartOut]:
         self._error = error_from_stream(event, "the gateway reported an error")
@@ -247,6 +255,8 @@ class StreamAdapter:
         self.done = True
         self.finish_reason = self._finish_reason(response)
         self.usage = usage_from(response.get("usage"))
+        if self.usage is not None and self._reported is not None and self._rewritten(self._reported):
+            self.usage["servedModel"] = self._reported
         self.generation_id = generation_id_from(response)
         if self.usage is not None:
             parts.append(self.usage)
