@@ -146,30 +146,36 @@ def breakpoints(body: dict[str, Any], first_item: int, system: bool, count: int)
 _WS = re.compile(r"[ \t\n\r]*")
 
 
+def _skip(text: str, at: int) -> int:
+    """The index past JSON whitespace from `at` (the pattern matches the empty string too)."""
+    match = _WS.match(text, at)
+    return match.end() if match else at
+
+
 def raw_layout(raw: bytes) -> tuple[str, list[str]]:
     """The hash of the raw body with its `input` array's bytes cut out, and a hash chain over the raw
     bytes of each input item: two requests whose outside hashes are equal and whose chains agree up
     to the first's length are byte-identical but for the items the second appended."""
     text = raw.decode("utf-8")
     decoder = json.JSONDecoder()
-    at = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    at = _skip(text, 0)
     if text[at : at + 1] != "{":
         raise ValueError("the body is not a JSON object")
     at += 1
     span: tuple[int, int] | None = None
     while True:
-        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        at = _skip(text, at)
         if text[at : at + 1] == "}":
             break
         key, at = decoder.raw_decode(text, at)
-        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        at = _skip(text, at)
         at += 1  # the colon
-        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        at = _skip(text, at)
         start = at
         _, at = decoder.raw_decode(text, at)
         if key == "input":
             span = (start, at)
-        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        at = _skip(text, at)
         if text[at : at + 1] == ",":
             at += 1
     if span is None:
@@ -177,14 +183,14 @@ def raw_layout(raw: bytes) -> tuple[str, list[str]]:
     chain, link = [], ""
     at = span[0] + 1
     while True:
-        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        at = _skip(text, at)
         if text[at] == "]":
             break
         start = at
         _, at = decoder.raw_decode(text, at)
         link = _sha(link + text[start:at])
         chain.append(link)
-        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        at = _skip(text, at)
         if text[at] == ",":
             at += 1
     return _sha(text[: span[0]] + text[span[1] :]), chain
