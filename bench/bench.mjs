@@ -12,11 +12,12 @@ import { firstStartRows } from './firststart.mjs';
 import { hugeCountRows, startRows, streamRows } from './streams.mjs';
 import { harnessRows } from './harness.mjs';
 import { requestRows } from './requests.mjs';
+import { cacheRows } from './cache.mjs';
 import { soakRows } from './soak.mjs';
 import { accuracyRows, tokenRows } from './tokens.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
-// tokens | streams | start | huge | accuracy | requests | harness | soak | soak-host | firststart: one section while working on it (`node bench/bench.mjs soak`)
+// tokens | streams | start | huge | accuracy | requests | cache | harness | soak | soak-host | firststart: one section while working on it (`node bench/bench.mjs soak`)
 const only = process.argv[2] ?? process.env.BENCH_ONLY;
 const rows = [];
 const gateway = await startGateway();
@@ -37,7 +38,7 @@ async function section(name, run) {
 }
 
 await section('tokens', () => tokenRows(gateway));
-if (!only || !['tokens', 'requests', 'harness', 'soak', 'soak-host', 'firststart'].includes(only)) {
+if (!only || !['tokens', 'requests', 'cache', 'harness', 'soak', 'soak-host', 'firststart'].includes(only)) {
   // Five activations on fresh storage (one is at the mercy of whatever the machine did just before);
   // the last stays up for the sections below.
   const starts = [];
@@ -81,6 +82,8 @@ if (!only || !['tokens', 'requests', 'harness', 'soak', 'soak-host', 'firststart
 }
 // A long agent session's requests beside an in-process provider's, on an activation of its own (bench/requests.mjs).
 await section('requests', () => requestRows(gateway));
+// What an agent session costs: its prompt-cache reads and writes, on activations of its own (bench/cache.mjs).
+await section('cache', () => cacheRows(gateway));
 // The Copilot harness's path beside the editor path's, on an activation of its own (bench/harness.mjs).
 await section('harness', () => harnessRows(gateway));
 // The VSIXs as users get them, each on fresh storage (bench/firststart.mjs).

@@ -2,10 +2,11 @@
 
 The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the last user message,
 or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hostile/…/models`,
-`GET …/tokenizer/…/models`, `GET …/surrogate/…/models`, `GET …/efforts/…/models` and
-`GET …/agents/…/models` pick a catalogue answer
-by the base URL's path. Every request is recorded (body, headers, when the client went away) and served
-back at `GET /_requests`, so tests in other processes (Node, VS Code) can assert what reached the gateway.
+`GET …/tokenizer/…/models`, `GET …/surrogate/…/models`, `GET …/efforts/…/models`,
+`GET …/agents/…/models` and `GET …/cache/…/models` pick a catalogue answer by the base URL's path;
+under `/cache/` a provider's prompt cache bills each answer (fake_cache.py). Every request is recorded
+(body, headers, when the client went away) and served back at `GET /_requests`, so tests in other
+processes (Node, VS Code) can assert what reached the gateway.
 Credits, generation lookups and the `billed*` scenarios: fake_spend.py; the bench's soak: fake_soak.py.
 
 Run standalone: `python tests/fake_gateway.py [--port N]` prints `PORT <n>` and serves until killed.
@@ -29,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import fake_cache
 import fake_spend
 from fake_agent import MODEL as AGENT_MODEL
 from fake_agent import OVERFLOW_MODEL, serve_agent_loop, serve_overflow_agent
@@ -356,6 +358,7 @@ class Gateway:
         # The default list with the markup models too, from `POST /_catalogue {"markup": true}` on: a
         # UI test's way to change what a running host lists (tests/e2e/ui.mjs, 'hover-markup').
         self.markup = False
+        self.cache = fake_cache.PromptCache()  # the providers' prompt caches, under `/cache/`
 
     def record_lookup(self, entry: dict[str, Any]) -> None:
         with self.lock:
@@ -486,6 +489,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"object": "list", "data": [*MODELS, TIERED_MODEL]})
             elif "/efforts/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, *SPEED_MODELS]})
+            elif "/cache/" in self.path:
+                self._json(200, {"object": "list", "data": [*MODELS, *fake_cache.CACHE_MODELS]})
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
                 agents = [*MODELS, *EFFORT_MODELS, *SPEED_MODELS, REASONING_AGENT_MODEL]
                 self._json(200, {"object": "list", "data": agents})
@@ -516,6 +521,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.server.gateway.requests.clear()
                 self.server.gateway.counters.clear()
                 self.server.gateway.lookups.clear()
+            self.server.gateway.cache.reset()
             self._json(200, {"ok": True})
             return
         try:
@@ -551,6 +557,9 @@ class Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/responses"):
             self._json(404, {"error": {"message": "no such route", "type": "not_found"}})
             return
+        if "/cache/" in self.path and isinstance(body, dict):
+            entry["cache"] = self.server.gateway.cache.serve(body, raw, self.headers.get("x-session-affinity"))
+            self.usage = fake_cache.usage(entry["cache"])
         serve_scenario(self, scenario, body, entry)
         if isinstance(self.wfile, ChunkedWriter):
             self.wfile.finish()
