@@ -132,6 +132,20 @@ TIERED_MODEL = {
     },
 }
 
+# A team's virtual models (issue 45 §3), never in the list: with FAKE_GATEWAY_VIRTUAL set,
+# `GET …/models/vmc/team-coder` answers this entry (the OpenAI-compatible read of one model), and any
+# other `vmc/…` a 404, a gateway that says nothing of it. The UI run sets it (tests/e2e/ui.mjs).
+VIRTUAL_MODEL = {
+    "id": "vmc/team-coder",
+    "name": "Team Coder",
+    "type": "language",
+    "owned_by": "acme",
+    "context_window": 400000,
+    "max_tokens": 32000,
+    "tags": ["tool-use", "vision"],
+    "pricing": {"input": "0.000002", "output": "0.000008"},
+}
+
 # Listed too under a base URL with `/tokenizer/` in its path: the `tokenizer` scenario by model id,
 # a provider counting 1.35× o200k that enforces the input limit of this window (window − max output).
 TOKENIZER_MODEL = {
@@ -444,7 +458,15 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if fake_spend.serve_get(self, self.server.gateway):
             return
-        if self.path.rstrip("/").endswith("/models"):
+        virtual = re.search(r"/models/(vmc/[^/?]+)$", self.path.rstrip("/"))
+        if virtual and os.environ.get("FAKE_GATEWAY_VIRTUAL"):
+            known = virtual.group(1) == VIRTUAL_MODEL["id"]
+            self.server.gateway.record_lookup({"path": virtual.group(0), "status": 200 if known else 404})
+            if known:
+                self._json(200, VIRTUAL_MODEL)
+            else:
+                self._json(404, {"error": {"message": f"model {virtual.group(1)} not found", "type": "not_found"}})
+        elif self.path.rstrip("/").endswith("/models"):
             self.server.gateway.record_lookup({"path": "models", "status": 200})
             if self.headers.get("authorization") == "Bearer models-500":  # a list that cannot be read
                 self._json(500, {"error": {"message": "catalogue unavailable", "type": "internal_server_error"}})
