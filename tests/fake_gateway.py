@@ -132,9 +132,11 @@ TIERED_MODEL = {
     },
 }
 
-# A team's virtual models (issue 45 §3), never in the list: with FAKE_GATEWAY_VIRTUAL set,
-# `GET …/models/vmc/team-coder` answers this entry (the OpenAI-compatible read of one model), and any
-# other `vmc/…` a 404, a gateway that says nothing of it. The UI run sets it (tests/e2e/ui.mjs).
+# A team's virtual models (issue 45 §3), not in the list: with FAKE_GATEWAY_VIRTUAL set,
+# `GET …/models/vmc/team-coder` answers this entry (the OpenAI-compatible read of one model),
+# `…/models/vmc/slow` nothing for 30 s, and any other `vmc/…` a 404, a gateway that says nothing of
+# it. Under a base URL with `/virtual-listed/` in its path the list names this entry itself. The UI
+# run sets the flag (tests/e2e/ui.mjs).
 VIRTUAL_MODEL = {
     "id": "vmc/team-coder",
     "name": "Team Coder",
@@ -464,6 +466,9 @@ class Handler(BaseHTTPRequestHandler):
             self.server.gateway.record_lookup({"path": virtual.group(0), "status": 200 if known else 404})
             if known:
                 self._json(200, VIRTUAL_MODEL)
+            elif virtual.group(1) == "vmc/slow":
+                time.sleep(30)  # past the sidecar's bound on one read (offer/virtual.py)
+                self._json(404, {"error": {"message": "too late", "type": "not_found"}})
             else:
                 self._json(404, {"error": {"message": f"model {virtual.group(1)} not found", "type": "not_found"}})
         elif self.path.rstrip("/").endswith("/models"):
@@ -481,6 +486,8 @@ class Handler(BaseHTTPRequestHandler):
             elif "/surrogate/" in self.path:  # a name with a lone surrogate, as JSON's \ud800 can carry
                 lone = {**MODELS[0], "id": "fake/lone", "name": "Lone \ud800 Name"}
                 self._json(200, {"object": "list", "data": [*MODELS, lone]})
+            elif "/virtual-listed/" in self.path:
+                self._json(200, {"object": "list", "data": [*MODELS, VIRTUAL_MODEL]})
             elif "/tiers/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, TIERED_MODEL]})
             elif "/efforts/" in self.path:

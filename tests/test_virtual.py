@@ -6,13 +6,20 @@ fake gateway, which answers `GET …/models/vmc/team-coder` and says nothing of 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pytest
 
 from fake_gateway import FakeServer
 from gateway_lm.offer.catalogue import DEFAULT_CONTEXT_WINDOW
-from gateway_lm.offer.virtual import MAX_VIRTUAL_MODELS, entry_in, valid_virtual_models, virtual_model
+from gateway_lm.offer.virtual import (
+    MAX_VIRTUAL_MODELS,
+    VIRTUAL_READ_TIMEOUT,
+    entry_in,
+    valid_virtual_models,
+    virtual_model,
+)
 from sidecar_client import Sidecar
 
 ADDED = ["vmc/team-coder", "vmc/quiet", "vmc/../etc", "fake/text", "vmc/quiet"]
@@ -60,6 +67,32 @@ async def test_a_virtual_model_is_offered_with_what_the_gateway_says_and_request
     assert len(silent) == 1, silent
     reads = [lookup["path"] for lookup in gateway.gateway.lookups if "vmc/" in lookup["path"]]
     assert sorted(set(reads)) == ["/models/vmc/quiet", "/models/vmc/team-coder"]
+
+
+async def test_a_listed_virtual_model_is_the_lists_and_a_read_that_hangs_does_not_hold_the_list(
+    gateway: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_GATEWAY_VIRTUAL", "1")
+    side = Sidecar()
+    settings = {"maxRetries": 0, "virtualModels": ["vmc/team-coder", "vmc/slow"]}
+    await side.start(gateway.base_url + "/virtual-listed/v1", settings, load_tokenizer=False)
+    try:
+        started = time.monotonic()
+        listed = {m["id"]: m for m in (await side.request("gateway/models", {}))["models"]}
+        took = time.monotonic() - started
+    finally:
+        await side.stop()
+    # The list's own entry, read once: no second read of an id the list names.
+    assert (
+        listed["vmc/team-coder"]["contextWindow"] == 400_000
+        and "A virtual model" not in listed["vmc/team-coder"]["tooltip"]
+    )
+    reads = [lookup["path"] for lookup in gateway.gateway.lookups if "vmc/" in lookup["path"]]
+    assert reads == ["/models/vmc/slow"]
+    # A read that does not answer is given up after its bound, the model offered with the defaults.
+    assert VIRTUAL_READ_TIMEOUT <= took < VIRTUAL_READ_TIMEOUT + 10, took
+    assert listed["vmc/slow"]["contextWindow"] == DEFAULT_CONTEXT_WINDOW
+    assert any(f"no answer in {VIRTUAL_READ_TIMEOUT:g} s" in text for _, text in side.logs)
 
 
 def user(text: str) -> dict[str, Any]:
