@@ -342,9 +342,10 @@ function toChatInformation(model: ModelEntry, shown: readonly string[]): ChatInf
     // and the status bar show real tokens.
     maxInputTokens: model.budgetInputTokens,
     maxOutputTokens: model.maxOutputTokens,
-    // The gateway's window in real tokens: input + output above is the budget's sum, not the window
-    // (the output reservation, the tokenizer's factor and the context-size menu move it).
-    maxContextWindowTokens: model.contextWindow,
+    // The gateway's window, in the unit of the usage we report against it (real tokens / budgetFactor,
+    // rfcs/0004 "One budget unit"): input + output above is the budget's sum, not the window (the
+    // output reservation moves it), and VS Code's context meter divides that usage by this.
+    maxContextWindowTokens: Math.max(1, Math.floor(model.contextWindow / (model.budgetFactor > 0 ? model.budgetFactor : 1))),
     tooltip: plain(model.tooltip),
     detail: plain(model.detail),
     // Every model is offered to agent mode; the sidecar withholds tools from models without
