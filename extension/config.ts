@@ -38,6 +38,7 @@ export const COMMANDS = {
   showUsage: `${SECTION}.showUsage`,
   chooseInterpreter: `${SECTION}.chooseInterpreter`,
   chooseModels: `${SECTION}.chooseModels`,
+  addVirtualModel: `${SECTION}.addVirtualModel`,
 } as const;
 
 /** The settings, by their names under SECTION. */
@@ -71,6 +72,7 @@ export const SETTINGS = [
   'attribution.tags',
   'attribution.tagWorkspace',
   'picker.models',
+  'virtualModels',
 ] as const;
 export type Setting = (typeof SETTINGS)[number];
 

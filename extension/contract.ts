@@ -341,6 +341,7 @@ export interface Settings {
   attributionUser?: string | null;
   attributionTags?: string[];
   tagWorkspace?: boolean;
+  virtualModels?: string[];
 }
 /**
  * What one pattern of `vercelAiGateway.modelOptions` may set.
@@ -512,6 +513,7 @@ export const MAX_PROVIDER = 100;
 export const MAX_TIME = 40;
 export const MAX_TOKEN_COUNT = 1099511627776;
 export const MAX_USD = 1000000000;
+export const MAX_VIRTUAL_MODELS = 20;
 export const SAFE_ID_PATTERN = '^[A-Za-z0-9._~:/@+-]+$';
 export const SECRET_WORDS = ['apikey', 'secret', 'token', 'password', 'passwd', 'credential', 'privatekey', 'accesskey', 'auth'] as const;
 export const SETTING_IDS = {
@@ -546,4 +548,6 @@ export const SETTING_IDS = {
   attributionUser: 'vercelAiGateway.attribution.user',
   attributionTags: 'vercelAiGateway.attribution.tags',
   tagWorkspace: 'vercelAiGateway.attribution.tagWorkspace',
+  virtualModels: 'vercelAiGateway.virtualModels',
 } as const;
+export const VIRTUAL_ID_PATTERN = '^vmc/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$';

@@ -21,6 +21,7 @@ import { readJson, writeJsonAtomic } from './storage';
 import { CountPersistence } from './counts/persistence';
 import { Dashboard } from './dashboard';
 import { chooseModels, shownPatterns } from './curate';
+import { addVirtualModel } from './virtual';
 import type { ThinkingMode } from './wire';
 
 /** The last counts' saves of the windows activated in this host (one, in VS Code). */
@@ -106,6 +107,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.showLogs, () => log.show()),
     vscode.commands.registerCommand(COMMANDS.useForSmallTasks, () => smallTasks.choose()),
     vscode.commands.registerCommand(COMMANDS.chooseModels, () => chooseModels(() => provider.catalogue())),
+    vscode.commands.registerCommand(COMMANDS.addVirtualModel, addVirtualModel),
     vscode.commands.registerCommand(COMMANDS.showCredits, () => credits.show()),
     vscode.commands.registerCommand(COMMANDS.showUsage, () => Dashboard.show(context.extensionUri, sidecar, log)),
     vscode.commands.registerCommand(COMMANDS.restartServer, restart),

@@ -309,6 +309,9 @@ type ChatInformation = vscode.LanguageModelChatInformation &
     configurationSchema?: { properties: Record<string, unknown> };
     isUserSelectable?: boolean;
     statusIcon?: vscode.ThemeIcon;
+    /** The model's context window as a field of its own (VS Code 1.139; rfcs/0003, "The window as its
+     * own field"): what the picker's hover and the context meter show, rather than input + output. */
+    maxContextWindowTokens?: number;
     /** The picker's hover shows each value on a line of its own (`Object.values`), keyed as Copilot
      * keys its own (by a warning's code): a bare string would be drawn a character per line. */
     warningText?: Record<string, string>;
@@ -341,6 +344,10 @@ function toChatInformation(model: ModelEntry, shown: readonly string[]): ChatInf
     // and the status bar show real tokens.
     maxInputTokens: model.budgetInputTokens,
     maxOutputTokens: model.maxOutputTokens,
+    // The gateway's window, in the unit of the usage we report against it (real tokens / budgetFactor,
+    // rfcs/0004 "One budget unit"): input + output above is the budget's sum, not the window (the
+    // output reservation moves it), and VS Code's context meter divides that usage by this.
+    maxContextWindowTokens: Math.max(1, Math.floor(model.contextWindow / (model.budgetFactor > 0 ? model.budgetFactor : 1))),
     tooltip: plain(model.tooltip),
     detail: plain(model.detail),
     // Every model is offered to agent mode; the sidecar withholds tools from models without

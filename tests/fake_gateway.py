@@ -154,6 +154,21 @@ RULE_MODELS = [
     }
     for name, title in (("rule-denied", "Fake Denied by Rule"), ("rule-rewrite", "Fake Rewritten by Rule"))
 ]
+# A team's virtual models (issue 45 §3), not in the list: with FAKE_GATEWAY_VIRTUAL set,
+# `GET …/models/vmc/team-coder` answers this entry (the OpenAI-compatible read of one model),
+# `…/models/vmc/slow` nothing for 30 s, and any other `vmc/…` a 404, a gateway that says nothing of
+# it. Under a base URL with `/virtual-listed/` in its path the list names this entry itself. The UI
+# run sets the flag (tests/e2e/ui.mjs).
+VIRTUAL_MODEL = {
+    "id": "vmc/team-coder",
+    "name": "Team Coder",
+    "type": "language",
+    "owned_by": "acme",
+    "context_window": 400000,
+    "max_tokens": 32000,
+    "tags": ["tool-use", "vision"],
+    "pricing": {"input": "0.000002", "output": "0.000008"},
+}
 
 # Listed too under a base URL with `/tokenizer/` in its path: the `tokenizer` scenario by model id,
 # a provider counting 1.35× o200k that enforces the input limit of this window (window − max output).
@@ -468,7 +483,18 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if fake_spend.serve_get(self, self.server.gateway):
             return
-        if self.path.rstrip("/").endswith("/models"):
+        virtual = re.search(r"/models/(vmc/[^/?]+)$", self.path.rstrip("/"))
+        if virtual and os.environ.get("FAKE_GATEWAY_VIRTUAL"):
+            known = virtual.group(1) == VIRTUAL_MODEL["id"]
+            self.server.gateway.record_lookup({"path": virtual.group(0), "status": 200 if known else 404})
+            if known:
+                self._json(200, VIRTUAL_MODEL)
+            elif virtual.group(1) == "vmc/slow":
+                time.sleep(30)  # past the sidecar's bound on one read (offer/virtual.py)
+                self._json(404, {"error": {"message": "too late", "type": "not_found"}})
+            else:
+                self._json(404, {"error": {"message": f"model {virtual.group(1)} not found", "type": "not_found"}})
+        elif self.path.rstrip("/").endswith("/models"):
             self.server.gateway.record_lookup({"path": "models", "status": 200})
             if self.headers.get("authorization") == "Bearer models-500":  # a list that cannot be read
                 self._json(500, {"error": {"message": "catalogue unavailable", "type": "internal_server_error"}})
@@ -485,6 +511,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"object": "list", "data": [*MODELS, lone]})
             elif "/rules/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, *RULE_MODELS]})
+            elif "/virtual-listed/" in self.path:
+                self._json(200, {"object": "list", "data": [*MODELS, VIRTUAL_MODEL]})
             elif "/tiers/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, TIERED_MODEL]})
             elif "/efforts/" in self.path:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .gateway.client import GatewayClient
 from .gateway.errors import GatewayError, refuses_lost_reasoning
@@ -25,6 +25,7 @@ from .offer.catalogue import ModelInfo, catalogue, input_budget
 from .offer.contextsize import MENU_KEY as CONTEXT_KEY
 from .offer.contextsize import chosen_tokens
 from .offer.picker import ModelEntry, context_options, picker_entry
+from .offer.virtual import MAX_VIRTUAL_BODY, VIRTUAL_READ_TIMEOUT, virtual_model
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from .request.fit import InputLimit, fit_request, has_tool_results
 from .request.translate import is_summarisation_turn
@@ -96,6 +97,7 @@ class ChatService:
         # Models that refused a tool call whose reasoning the history lost: their requests send such
         # calls as text from then on (rfcs/0002, "A history that lost its reasoning").
         self._needs_reasoning: set[str] = set()
+        self._virtual_silent: dict[str, str] = {}  # virtual model → why the gateway said nothing, as last logged
 
     # ---- setup ----
 
@@ -136,10 +138,31 @@ class ChatService:
         """The gateway's language models as the picker gets them, each window with what was learned
         of its model; kept, so chats are priced and fitted with them."""
         raw = await self.client.list_models(api_key)
-        models = [self._with_learned_limit(m) for m in catalogue(raw, self.settings.outputReservation)]
+        listed = catalogue(raw, self.settings.outputReservation)
+        listed += await self._virtual_models({m.id for m in listed}, api_key)
+        models = [self._with_learned_limit(m) for m in listed]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
         return [self._turns.listed(self._entry(m)) for m in models]
+
+    async def _virtual_models(self, listed: set[str], api_key: str | None) -> list[ModelInfo]:
+        """The virtual models the user added that the list lacks, each with what the gateway says of it
+        (offer/virtual.py): read at once, each bounded; one that cannot be read is offered with defaults."""
+        wanted = [model for model in self.settings.virtualModels if model not in listed]
+        answers = await asyncio.gather(*(self._virtual_answer(model, api_key) for model in wanted))
+        reservation = self.settings.outputReservation
+        return [virtual_model(model, answer, reservation) for model, answer in zip(wanted, answers, strict=True)]
+
+    async def _virtual_answer(self, model: str, api_key: str | None) -> Any:
+        try:
+            read = self.client.get_json(f"/models/{model}", api_key, limit=MAX_VIRTUAL_BODY)
+            return await asyncio.wait_for(read, VIRTUAL_READ_TIMEOUT)
+        except (GatewayError, asyncio.TimeoutError) as error:
+            said = error.message if isinstance(error, GatewayError) else f"no answer in {VIRTUAL_READ_TIMEOUT:g} s"
+            if self._virtual_silent.get(model) != said:  # once per model and answer, not every list
+                self._virtual_silent[model] = said
+                log.info("the gateway says nothing of the virtual model %s (%s): offered with defaults", model, said)
+            return None
 
     def _entry(self, model: ModelInfo) -> ModelEntry:
         """The model as the picker gets it now, with what was learned of it."""

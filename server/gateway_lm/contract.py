@@ -23,6 +23,7 @@ from .gateway.errors import ErrorData
 from .messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, FinishReason, PartOut, UsagePart
 from .offer.catalogue import SAFE_ID_PATTERN
 from .offer.picker import ModelEntry
+from .offer.virtual import MAX_VIRTUAL_MODELS, VIRTUAL_ID_PATTERN
 from .request.options import SECRET_WORDS
 from .rpc.params import ChatParams, ConfigureParams, CountParams, KeyParams, UsageParams
 from .settings import SETTING_IDS, Settings
@@ -104,9 +105,11 @@ CONSTANTS: dict[str, Any] = {
     "MAX_TIME": MAX_TIME,
     "MAX_TOKEN_COUNT": MAX_TOKEN_COUNT,
     "MAX_USD": MAX_USD,
+    "MAX_VIRTUAL_MODELS": MAX_VIRTUAL_MODELS,
     "SAFE_ID_PATTERN": SAFE_ID_PATTERN,
     "SECRET_WORDS": list(SECRET_WORDS),
     "SETTING_IDS": SETTING_IDS,
+    "VIRTUAL_ID_PATTERN": VIRTUAL_ID_PATTERN,
 }
 # Also in the contract: `data` of every JSON-RPC error, and `initialize`'s options, which carry what
 # `gateway/configure` carries.

@@ -19,6 +19,7 @@ from pydantic import (
 from .gateway.headers import header_value_problem
 from .offer.effort import Effort
 from .offer.speed import Speed
+from .offer.virtual import valid_virtual_models
 from .request.options import (
     PRIVACY_OPTIONS,
     ModelOptions,
@@ -57,6 +58,7 @@ _OTHER_IDS = {  # the settings' ids in VS Code where they are not `vercelAiGatew
 }
 MAX_COST_SETTING = 1_000_000.0  # USD; a limit above it is no limit
 MAX_TAGS = 20
+KEPT_IN_PART = frozenset({"modelOptions", "virtualModels"})  # settings whose valid entries apply, the rest dropped
 MAX_TAG_LENGTH = 200
 
 
@@ -143,6 +145,8 @@ class Settings(BaseModel):
         list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)]], AfterValidator(_few_tags)
     ] = []
     tagWorkspace: bool = False  # the extension adds the "workspace:<name>" tag; named here with the others
+    # Virtual models the user added by id (`vmc/<slug>`, offer/virtual.py), offered where the list lacks them.
+    virtualModels: list[str] = []
 
     def effort_for(self, model: str) -> Effort | None:
         """The reasoning effort the settings ask for `model`: `modelOptions`' over
@@ -178,6 +182,10 @@ def updated_settings(previous: Settings, raw: Mapping[str, Any]) -> tuple[Settin
             value, dropped = valid_model_options(value)
             if dropped:
                 problems[name] = "; ".join(dropped)
+        elif name == "virtualModels":  # id by id, likewise
+            value, dropped = valid_virtual_models(value)
+            if dropped:
+                problems[name] = "; ".join(dropped)
         try:
             setattr(new, name, value)
         except ValidationError as error:
@@ -211,10 +219,10 @@ def secrets_of(settings: Settings) -> list[str]:
 
 
 def describe_problems(problems: Mapping[str, str]) -> str:
-    # modelOptions keeps its valid options (its message says which were dropped); the others keep
-    # their previous value or default.
+    # modelOptions and virtualModels keep their valid entries (the message says which were dropped);
+    # the others keep their previous value or default.
     named = "; ".join(
-        f"{setting_id(n)}: {why}" + ("" if n == "modelOptions" else " (kept the previous value)")
+        f"{setting_id(n)}: {why}" + ("" if n in KEPT_IN_PART else " (kept the previous value)")
         for n, why in problems.items()
     )
     return f"Ignored invalid settings: {named}."

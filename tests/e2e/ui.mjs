@@ -11,6 +11,8 @@ process.env.FAKE_GATEWAY_OVERFLOW_AGENT = '1'; // lists issue 36's model (tests/
 // Lists Fake Long Context, priced in tiers, for 'pricing-column' and 'context-size', and Fake Speedy,
 // with a fast tier, for 'speed-menu'.
 process.env.FAKE_GATEWAY_TIERED = '1';
+// Answers for the virtual model vmc/team-coder off the list, and says nothing of any other ('virtual-model').
+process.env.FAKE_GATEWAY_VIRTUAL = '1';
 const { cache, dirs, gateway, port, env } = await host.prepareRun(
   'ui',
   {
@@ -491,6 +493,40 @@ try {
     while (userSettings()['vercelAiGateway.picker.models']?.length && Date.now() < deadline) await page.waitForTimeout(200);
     assert.deepEqual(userSettings()['vercelAiGateway.picker.models'], [], 'every model picked: every model offered');
     await openPicker('Fake Pricey');
+    await page.keyboard.press('Escape');
+  });
+
+  await step('virtual-model', async () => {
+    // A team's virtual models, added by id (issue 45 §3): the fake gateway answers for vmc/team-coder
+    // off its list and says nothing of vmc/quiet. The picker's hover shows the window VS Code was given
+    // as its own field (issue 45 §4: maxContextWindowTokens, 400K; input + output would read 416K), and
+    // for vmc/quiet the tooltip's words for what the gateway does not say.
+    for (const slug of ['team-coder', 'quiet']) {
+      await runCommand('Add Virtual Model');
+      const box = page.locator('.quick-input-widget', { hasText: 'Add Virtual Model' });
+      await box.waitFor({ timeout: 10_000 });
+      await box.locator('input').fill(slug); // the slug alone: the command adds "vmc/"
+      await page.keyboard.press('Enter');
+      await findNotification(`Added vmc/${slug}`);
+    }
+    await hideNotificationCenter();
+    assert.deepEqual(userSettings()['vercelAiGateway.virtualModels'], ['vmc/team-coder', 'vmc/quiet'], 'written to the user settings');
+    // The settings change makes the extension read the list again; the picker shows it once it arrives.
+    let widget;
+    for (const until = Date.now() + 30_000; ;) {
+      widget = await openPicker('vmc/quiet').catch((error) => (Date.now() > until ? Promise.reject(error) : undefined));
+      if (widget) break;
+    }
+    await widget.getByText('Team Coder', { exact: true }).first().hover();
+    const contextRow = page.locator('.chat-model-hover-context-value').filter({ visible: true }).first();
+    await contextRow.waitFor({ timeout: 10_000 });
+    assert.equal(await contextRow.textContent(), '400K', "the gateway's window, not input + output");
+    await widget.getByText('vmc/quiet', { exact: true }).first().hover();
+    const words = page.locator('.chat-model-hover-description', { hasText: 'Context window unknown' }).filter({ visible: true }).first();
+    await words.waitFor({ timeout: 10_000 });
+    for (const said of ['A virtual model', 'the gateway does not say; counted as 128K tokens', 'Prices unknown', 'Tool support unknown'])
+      assert.ok((await words.innerText()).includes(said), `the hover says: ${said}`);
+    await page.screenshot({ path: path.join(artifacts, 'ui-virtual-model.png') });
     await page.keyboard.press('Escape');
   });
 

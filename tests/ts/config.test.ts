@@ -63,6 +63,7 @@ const USER_ONLY: Record<string, string> = {
   'routing.disallowPromptTraining': 'turns a privacy setting off',
   'routing.serviceTier': 'priority costs more',
   'routing.caching': 'changes what is billed',
+  virtualModels: 'adds models that bill the key',
 };
 // Per workspace on purpose, and harmless to the user's key, money and data.
 const PER_WORKSPACE: readonly Setting[] = [

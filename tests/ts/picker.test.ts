@@ -107,3 +107,18 @@ test('Refresh Models fetches now; a failed fetch keeps the list and is tried aga
   assert.equal(fresh.state.fetches, 2, 'a failure does not count as fetched');
   assert.match(fresh.state.warnings[0], /Could not refresh the model list: .*connection refused/);
 });
+
+test("VS Code is told the window in the unit of the usage it divides by it: the gateway's window / the budget factor", { timeout: 10_000 }, async () => {
+  // rfcs/0003, "The window as its own field": a model counted at 1.25 real tokens per o200k token
+  // reports its usage / 1.25 (rfcs/0004), so a 200K window is 160K of that unit.
+  const claude = { ...model('anthropic/claude'), contextWindow: 200_000, budgetFactor: 1.25, budgetInputTokens: 146_892, maxInputTokens: 183_616 };
+  const { provider } = picker([], () => [claude, model('plain')]);
+  const token = new stub.CancellationTokenSource().token as unknown as vscode.CancellationToken;
+  const listed = (await provider.provideLanguageModelChatInformation({ silent: true }, token)) as (vscode.LanguageModelChatInformation & {
+    maxContextWindowTokens?: number;
+  })[];
+  assert.deepEqual(
+    listed.map((m) => m.maxContextWindowTokens),
+    [160_000, 1000],
+  );
+});

@@ -53,6 +53,16 @@ test('a model priced in tiers gets a context-size menu, the cheaper tier presele
   assert.equal(listed.get('fake/tools')!.configurationSchema, undefined);
 });
 
+test("VS Code is given each model's window as its own field: the gateway's, not input + output", async () => {
+  // VS Code 1.139 shows `maxContextWindowTokens` in the picker's hover and its context meter, and
+  // without it adds input and output (rfcs/0003, "The window as its own field"); the output
+  // reservation makes that sum another number: 983,616 + 64,000 for a 1M window.
+  const long = (await models()).get('fake/long')!;
+  assert.equal(long.maxContextWindowTokens, 1_000_000);
+  assert.notEqual(long.maxInputTokens + long.maxOutputTokens, 1_000_000, 'the sum alone would not say the window');
+  assert.equal((await models()).get('fake/text')!.maxContextWindowTokens, 200_000);
+});
+
 test('a cost that is not a finite number is never given to VS Code', () => {
   const fields = priceFieldsOf({
     pricing: '',

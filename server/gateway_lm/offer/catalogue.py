@@ -105,6 +105,10 @@ class ModelInfo(BaseModel):
     fastTierOf: str | None = None
     # How many of its prices and tiers the catalogue gave unreadable (dropped; logged once per list).
     unreadablePrices: int = Field(default=0, exclude=True)
+    # A virtual model the user added by its id (virtual.py), and what the gateway did not say of it
+    # ("window", "prices", "tools"): the tooltip names each, with the default it is counted with.
+    virtual: bool = Field(default=False, exclude=True)
+    unstated: list[str] = Field(default=[], exclude=True)
 
 
 def model_from_gateway(raw: dict[str, Any], output_reservation: int) -> ModelInfo | None:

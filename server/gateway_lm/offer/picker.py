@@ -49,6 +49,13 @@ class HostPricing(BaseModel):
 
 
 NO_TOOLS_NOTE = "This model does not support tools: it answers chat, and agent tools are withheld from its requests."
+# A virtual model's words (virtual.py), where the gateway's answer about it leaves something out.
+VIRTUAL_NOTE = "A virtual model: your team's saved gateway configuration (its model, routing and fallbacks)"
+UNPRICED_NOTE = (
+    "Prices unknown: the gateway does not say; the status bar shows what each request was billed,"
+    " and with a spend limit set you are asked before a request is sent"
+)
+TOOLS_UNSTATED_NOTE = "Tool support unknown: the gateway does not say; agent tools are sent with its requests"
 
 
 class ConfigurationProperties(BaseModel):
@@ -187,10 +194,16 @@ def _rates_text(prices: Pricing | PriceTier) -> str:
 
 
 def tooltip(model: ModelInfo, factor: float = 1.0) -> str:
-    lines = [
-        f"{model.name} ({model.id}) by {model.ownedBy}",
-        f"Context {_k(model.contextWindow)} tokens, up to {_k(model.maxOutputTokens)} out",
-    ]
+    lines = [f"{model.name} ({model.id}) by {model.ownedBy}"]
+    if model.virtual:
+        lines.append(VIRTUAL_NOTE)
+    if "window" in model.unstated:
+        lines.append(
+            f"Context window unknown: the gateway does not say; counted as {_k(model.contextWindow)} tokens,"
+            f" up to {_k(model.maxOutputTokens)} out"
+        )
+    else:
+        lines.append(f"Context {_k(model.contextWindow)} tokens, up to {_k(model.maxOutputTokens)} out")
     if abs(factor - 1) >= 0.005:  # the real numbers above; how Copilot's o200k budget relates to them
         lines.append(
             f"Its tokenizer counts {factor:.2f}× what o200k counts: {_k(model.maxInputTokens)} input tokens"
@@ -199,6 +212,10 @@ def tooltip(model: ModelInfo, factor: float = 1.0) -> str:
     price = _prices(model)
     if price:
         lines.append(price)
+    elif "prices" in model.unstated:
+        lines.append(UNPRICED_NOTE)
+    if "tools" in model.unstated:
+        lines.append(TOOLS_UNSTATED_NOTE)
     features = [name for name, on in (("vision", model.capabilities.imageInput), ("reasoning", model.reasoning)) if on]
     if features:
         lines.append("Supports " + " and ".join(features))
@@ -208,7 +225,8 @@ def tooltip(model: ModelInfo, factor: float = 1.0) -> str:
 
 
 def detail(model: ModelInfo) -> str:
-    parts = [_k(model.contextWindow)]
+    parts = ["virtual"] if model.virtual else []
+    parts.append("window unknown" if "window" in model.unstated else _k(model.contextWindow))
     if model.pricing.input is not None and model.pricing.output is not None:
         parts.append(f"{per_million(model.pricing.input)}/{per_million(model.pricing.output)}")
     if not model.capabilities.toolCalling:
