@@ -37,6 +37,7 @@ function entry(id: string, input: number | null, output: number | null, toolCall
     hostPricing: null,
     warning: null,
     fastTierOf: null,
+    metrics: null,
     maxOutputTokens: 100,
     capabilities: { toolCalling, imageInput: false },
     reasoning: false,
