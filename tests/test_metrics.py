@@ -16,6 +16,7 @@ import pytest
 from fake_gateway import FakeServer
 from gateway_lm import chats
 from gateway_lm.chats import ChatService
+from gateway_lm.offer.metrics import metrics_from
 from gateway_lm.settings import Settings
 from sidecar_client import Sidecar
 
@@ -146,3 +147,26 @@ async def test_a_failure_is_said_once_until_they_come_back(
     said = [r for r in caplog.records if r.levelname == "WARNING" and "model metrics" in r.getMessage()]
     assert len(said) == 2, [r.getMessage() for r in said]
     assert len(fetched(gateway)) == 5
+
+
+def test_each_row_is_read_as_documented_and_bounded(caplog: pytest.LogCaptureFixture) -> None:
+    """offer/metrics.py on its own: the SDK's field names and units, rows outside the bounds
+    dropped with one line, a row of nulls no metrics, an answer without a list none at all."""
+    good = {"id": "a/fast", "provider": "p", "latency_last_1h": {"p50": 412.4, "p95": 1200}, "uptime": {"last_1d": 97}}
+    bad = [
+        {"id": "a/neg", "provider": "p", "latency_last_1h": {"p50": -1, "p95": 2}},
+        {"id": "a/slow", "provider": "p", "throughput_last_1h": {"p50": 1e9, "p95": 1e9}},
+        {"id": "a/up", "provider": "p", "uptime": {"last_1h": 100.5}},
+        {"id": "a/inf", "provider": "p", "latency_last_1h": {"p50": float("inf"), "p95": 1}},
+        {"id": "a/link", "provider": "[x](command:y)"},
+        {"provider": "p"},
+        "not a row",
+    ]
+    nulls = {"id": "a/nulls", "provider": "p", "uptime": {"last_15m": None, "last_1h": None, "last_1d": None}}
+    found = metrics_from({"object": "list", "data": [good, *bad, nulls]})
+    assert found is not None and set(found) == {"a/fast"}
+    assert found["a/fast"].summary == "First token 0.41 s (p95 1.2 s) · 97 % up", "the day's uptime"
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == ["ignored 7 model metrics rows that could not be read"]
+    assert metrics_from({"data": {}}) is None and metrics_from(["x"]) is None and metrics_from({"data": [1]}) is None
+    assert metrics_from({"object": "list", "data": []}) == {}, "an empty list is a list: no model measured"

@@ -120,7 +120,8 @@ def metrics_from(payload: Any) -> dict[str, ModelMetrics] | None:
     for row in rows:
         if row.measured():
             by_model.setdefault(row.id, []).append(row)
-    return {model: _summarised(listed) for model, listed in by_model.items()}
+    summarised = {model: _summarised(listed) for model, listed in by_model.items()}
+    return {model: metrics for model, metrics in summarised.items() if metrics.summary}  # groups of nulls: nothing
 
 
 def _summarised(rows: list[MetricsRow]) -> ModelMetrics:
