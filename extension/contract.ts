@@ -90,6 +90,7 @@ export interface ModelEntry {
   configurationSchema: ConfigurationSchema | null;
   hostPricing: HostPricing | null;
   warning: string | null;
+  metrics: ModelMetrics | null;
 }
 export interface Capabilities {
   toolCalling: boolean;
@@ -192,6 +193,20 @@ export interface HostPricing {
   longContextCacheCost: number | null;
   longContextCacheWriteCost: number | null;
   priceCategory: ('low' | 'medium' | 'high' | 'very_high') | null;
+}
+/**
+ * A model's metrics as the picker shows them: those of the provider that served the most of its
+ * requests in the last hour (most samples; the gateway's likeliest route), rounded as shown.
+ * None where the gateway measured nothing.
+ */
+export interface ModelMetrics {
+  provider: string | null;
+  providers: number;
+  firstTokenMs: number | null;
+  firstTokenP95Ms: number | null;
+  tokensPerSecond: number | null;
+  uptimePercent: number | null;
+  summary: string;
 }
 export interface ChatParams {
   model: string;
@@ -402,6 +417,7 @@ export interface UsageRecord {
 export interface RpcNotifications {
   'gateway/parts': PartsNotification;
   'gateway/calibration': Calibration;
+  'gateway/metrics': MetricsNotification;
   'gateway/billed': BilledNotification;
 }
 export interface PartsNotification {
@@ -463,6 +479,13 @@ export interface FinishPart {
 export interface Calibration {
   model: string;
   factor: number;
+}
+/**
+ * The models' metrics (offer/metrics.py) came, changed or went (rfcs/0003, "Model metrics"):
+ * the model list carries them, and the extension fetches it again.
+ */
+export interface MetricsNotification {
+  models: number;
 }
 /**
  * Sent once per chat, after its result: the billed record, or the estimate when the lookup gave up.

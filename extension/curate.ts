@@ -45,8 +45,43 @@ interface ModelItem extends vscode.QuickPickItem {
   id: string;
 }
 
-/** A multi-select list of the catalogue with windows and prices; writes `picker.models` in the
- * user's settings: the ids picked, or nothing (every model) when all are. */
+/** The orders *Choose Gateway Models…* offers (rfcs/0003, "Model metrics"), each a title button;
+ * models without the number come last, in the catalogue's order. */
+export type ModelOrder = 'cost' | 'firstToken' | 'tokensPerSecond' | 'reliability';
+const LAST = Number.POSITIVE_INFINITY;
+const ORDERS: Record<ModelOrder, { name: string; icon: string; metric: boolean; key: (m: ModelEntry) => readonly number[] }> = {
+  // As the small-task rule prices (smalltasks.ts): the output price, then the input price.
+  cost: { name: 'cost', icon: 'credit-card', metric: false, key: (m) => [m.pricing.output ?? LAST, m.pricing.input ?? LAST] },
+  firstToken: { name: 'first token', icon: 'watch', metric: true, key: (m) => [m.metrics?.firstTokenMs ?? LAST] },
+  tokensPerSecond: { name: 'tokens per second', icon: 'dashboard', metric: true, key: (m) => [-(m.metrics?.tokensPerSecond ?? -LAST)] },
+  // Uptime, then the quicker first token among equals.
+  reliability: { name: 'reliability', icon: 'pulse', metric: true, key: (m) => [-(m.metrics?.uptimePercent ?? -LAST), m.metrics?.firstTokenMs ?? LAST] },
+};
+
+/** The title button of each order: its tooltip is what a screen reader and the e2e test read. */
+export function sortButtonTooltip(order: ModelOrder): string {
+  return `Sort by ${ORDERS[order].name}`;
+}
+
+/** `models` in `order`: ascending keys, ties (and models without the number) as listed. */
+export function sortModels(models: readonly ModelEntry[], order: ModelOrder): ModelEntry[] {
+  const key = ORDERS[order].key;
+  const keyed = models.map((model, index) => ({ model, index, key: key(model) }));
+  keyed.sort((a, b) => {
+    for (let i = 0; i < a.key.length; i++) if (a.key[i] !== b.key[i]) return a.key[i] < b.key[i] ? -1 : 1;
+    return a.index - b.index;
+  });
+  return keyed.map(({ model }) => model);
+}
+
+/** A row's second line: window · prices · no tools (picker.py), and what the gateway measured. */
+export function rowDetail(model: ModelEntry): string {
+  return model.metrics?.summary ? `${model.detail} · ${model.metrics.summary}` : model.detail;
+}
+
+/** A multi-select list of the catalogue with windows, prices and metrics, sortable by the title's
+ * buttons; writes `picker.models` in the user's settings: the ids picked, or nothing (every model)
+ * when all are. */
 export async function chooseModels(catalogue: () => Promise<ModelEntry[]>): Promise<void> {
   const models = await catalogue();
   if (models.length === 0) {
@@ -54,19 +89,43 @@ export async function chooseModels(catalogue: () => Promise<ModelEntry[]>): Prom
     return;
   }
   const patterns = shownPatterns();
-  const items: ModelItem[] = models.map((model) => ({
-    label: plain(model.name),
-    description: plain(model.id),
-    detail: plain(model.detail), // window · prices · no tools (picker.py)
-    picked: isShown(model.id, patterns),
-    id: model.id,
-  }));
-  const picked = await vscode.window.showQuickPick(items, {
-    title: 'Gateway models in the model picker',
-    placeHolder: 'The models Copilot offers; the others stay usable by settings and small tasks',
-    canPickMany: true,
-    matchOnDescription: true,
+  const measured = models.some((model) => model.metrics !== null);
+  const orders = (Object.keys(ORDERS) as ModelOrder[]).filter((order) => measured || !ORDERS[order].metric);
+  const buttons = orders.map((order) => ({ iconPath: new vscode.ThemeIcon(ORDERS[order].icon), tooltip: sortButtonTooltip(order), order }));
+  const chosen = new Set(models.filter((model) => isShown(model.id, patterns)).map((model) => model.id));
+  const title = 'Gateway models in the model picker';
+  const pick = vscode.window.createQuickPick<ModelItem>();
+  pick.title = title;
+  pick.placeholder = 'The models Copilot offers; the others stay usable by settings and small tasks';
+  pick.canSelectMany = true;
+  pick.matchOnDescription = true;
+  pick.buttons = buttons;
+  const show = (listed: readonly ModelEntry[]) => {
+    pick.items = listed.map((model) => ({
+      label: plain(model.name),
+      description: plain(model.id),
+      detail: plain(rowDetail(model)),
+      picked: chosen.has(model.id),
+      id: model.id,
+    }));
+    pick.selectedItems = pick.items.filter((item) => chosen.has(item.id)); // a new order keeps the choice
+  };
+  show(models);
+  const picked = await new Promise<readonly ModelItem[] | undefined>((resolve) => {
+    pick.onDidChangeSelection((selected) => {
+      chosen.clear();
+      for (const item of selected) chosen.add(item.id);
+    });
+    pick.onDidTriggerButton((button) => {
+      const order = (button as (typeof buttons)[number]).order;
+      pick.title = `${title}, by ${ORDERS[order].name}`;
+      show(sortModels(models, order));
+    });
+    pick.onDidAccept(() => resolve(pick.selectedItems));
+    pick.onDidHide(() => resolve(undefined));
+    pick.show();
   });
+  pick.dispose();
   if (!picked) return;
   if (picked.length === 0) {
     void notify('warning', 'Pick at least one model: with none, the picker would offer no gateway model.');

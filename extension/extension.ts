@@ -79,6 +79,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     // A window moved; the new one comes with the model list. A message that is not one is ignored.
     if (typeof model === 'string') provider.windowMoved();
   });
+  sidecar.onMetrics(() => provider.metricsChanged()); // the list carries them: its entries are checked
   const counts = await CountPersistence.start(context.globalStorageUri.fsPath, provider.tokens, context.secrets, log);
   const saveLast = (): Promise<void> => (finalSaves.delete(saveLast), counts.saveLast());
   finalSaves.add(saveLast);

@@ -124,6 +124,16 @@ export class GatewayChatProvider implements vscode.LanguageModelChatProvider<vsc
   /** The sidecar learned a factor that moves a model's window (gateway/calibration): fetch the list
    * once the burst is over; fetchModels fires the change event if VS Code was served another list. */
   windowMoved(): void {
+    this.refreshSoon();
+  }
+
+  /** The sidecar fetched the models' metrics and they changed (gateway/metrics, rfcs/0003 "Model
+   * metrics"): the list carries them, fetched as after a calibration. */
+  metricsChanged(): void {
+    this.refreshSoon();
+  }
+
+  private refreshSoon(): void {
     clearTimeout(this.windowTimer);
     this.windowTimer = setTimeout(() => void this.refresh(), WINDOW_DEBOUNCE_MS);
   }

@@ -9,6 +9,7 @@ import {
   type EffortProperty,
   type HostPricing,
   type ModelEntry,
+  type ModelMetrics,
   type PriceTier,
   type Pricing,
   type SpeedProperty,
@@ -47,6 +48,8 @@ function upgraded(entry: unknown): unknown {
   if (!('hostPricing' in out)) out = { ...out, hostPricing: null };
   // Saved before fast tiers were named (issue 35 §3): none until the next fetch.
   if (!('fastTierOf' in out)) out = { ...out, fastTierOf: null };
+  // Saved before the models' metrics (issue 45 §2): none until the next fetch brings them.
+  if (!('metrics' in out)) out = { ...out, metrics: null };
   const pricing = (out as { pricing?: unknown }).pricing;
   if (isRecord(pricing) && !('tiers' in pricing)) out = { ...out, pricing: { ...pricing, tiers: [] } };
   return out;
@@ -77,6 +80,18 @@ const HOST_PRICING: Checks<HostPricing> = {
   longContextCacheWriteCost: CREDITS,
   priceCategory: (value) => value === null || PRICE_CATEGORIES.includes(value),
 };
+// Shown as numbers and sorted by (curate.ts, smalltasks.ts): whole or null, never NaN; the sidecar
+// bounds them (offer/metrics.py) and the summary is shown as plain text.
+const isCount = (value: unknown) => value === null || (Number.isSafeInteger(value) && (value as number) >= 0);
+const METRICS: Checks<ModelMetrics> = {
+  provider: (value) => value === null || isSafeId(value),
+  providers: (value) => Number.isSafeInteger(value) && (value as number) >= 1,
+  firstTokenMs: isCount,
+  firstTokenP95Ms: isCount,
+  tokensPerSecond: isCount,
+  uptimePercent: (value) => value === null || (typeof value === 'number' && value >= 0 && value <= 100),
+  summary: (value) => isString(value) && value.length <= 500,
+};
 const MODEL: Checks<ModelEntry> = {
   id: isSafeId,
   name: isString,
@@ -101,6 +116,7 @@ const MODEL: Checks<ModelEntry> = {
   configurationSchema: (value) => value === null || isControls(value),
   hostPricing: (value) => value === null || isShaped(value, HOST_PRICING),
   warning: (value) => value === null || (isString(value) && value.length <= 500),
+  metrics: (value) => value === null || isShaped(value, METRICS),
 };
 const EFFORTS: readonly unknown[] = ['default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'] satisfies EffortProperty['enum'];
 const PRICE_CATEGORIES: readonly unknown[] = ['low', 'medium', 'high', 'very_high'] satisfies NonNullable<HostPricing['priceCategory']>[];

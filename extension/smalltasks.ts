@@ -30,16 +30,40 @@ function priced(model: ModelEntry): model is ModelEntry & { pricing: { input: nu
   return typeof input === 'number' && typeof output === 'number' && Number.isFinite(input) && Number.isFinite(output) && input >= 0 && output >= 0;
 }
 
+// A small task wants its first token soon (rfcs/0008, "The pick rule"): among the cheap candidates of
+// a group, those within CHEAP_FACTOR of its lowest output price, the quickest first token the gateway
+// measured comes first; a model up less than MIN_UPTIME percent of the time counts as unmeasured.
+export const CHEAP_FACTOR = 2;
+export const MIN_UPTIME = 95;
+
 /** The models Copilot's small tasks may run on, best first: tool-capable and priced, and no model's
  * fast tier (`…-fast` beside its model: the same model at a higher price, whose "fast" is no small
- * model's hint); a fast hint first, then the lowest output price, the lowest input price, the id. */
+ * model's hint); a fast hint first; then, within a group, the cheap ones (CHEAP_FACTOR) by the
+ * gateway's measured first token where it has one; then the lowest output price, the lowest input
+ * price, the id. Without metrics, the order is the prices'. */
 export function rankForSmallTasks(models: readonly ModelEntry[]): ModelEntry[] {
   const candidates = models.filter((m) => m.capabilities.toolCalling && priced(m) && !m.fastTierOf);
-  const key = (m: ModelEntry) => [hasFastHint(m) ? 0 : 1, m.pricing.output ?? 0, m.pricing.input ?? 0] as const;
+  const cheapest = [Infinity, Infinity];
+  for (const m of candidates) cheapest[hint(m)] = Math.min(cheapest[hint(m)], m.pricing.output ?? 0);
+  const key = (m: ModelEntry) => {
+    const cheap = (m.pricing.output ?? 0) <= CHEAP_FACTOR * cheapest[hint(m)];
+    return [hint(m), cheap ? 0 : 1, cheap ? firstToken(m) : 0, m.pricing.output ?? 0, m.pricing.input ?? 0] as const;
+  };
   return candidates.sort((a, b) => {
     const [ka, kb] = [key(a), key(b)];
-    return ka[0] - kb[0] || ka[1] - kb[1] || ka[2] - kb[2] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+    return ka[0] - kb[0] || ka[1] - kb[1] || ka[2] - kb[2] || ka[3] - kb[3] || ka[4] - kb[4] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   });
+}
+
+function hint(model: ModelEntry): 0 | 1 {
+  return hasFastHint(model) ? 0 : 1;
+}
+
+/** The measured median first token in ms, or a number past any (unmeasured, or too often down). */
+function firstToken(model: ModelEntry): number {
+  const metrics = model.metrics;
+  if (metrics?.firstTokenMs == null || (metrics.uptimePercent !== null && metrics.uptimePercent < MIN_UPTIME)) return Number.MAX_SAFE_INTEGER;
+  return metrics.firstTokenMs;
 }
 
 /** How Copilot names an extension's model in the utility settings (split at the first "/"). */
@@ -51,6 +75,11 @@ export function describePrice(model: ModelEntry): string {
   const { input, output } = model.pricing;
   if (input === null || output === null) return 'no price listed';
   return `${perMillion(input)} in / ${perMillion(output)} out per million tokens`;
+}
+
+/** A row's second line in the command: its prices, and what the gateway measured of it. */
+export function describeCandidate(model: ModelEntry): string {
+  return model.metrics?.summary ? `${describePrice(model)} · ${model.metrics.summary}` : describePrice(model);
 }
 
 function isSet(value: unknown): boolean {
@@ -101,7 +130,7 @@ export class SmallTasks {
     const items: ModelItem[] = ranked.map((model, index) => ({
       label: plain(model.name),
       description: plain(index === 0 ? `${model.id} · recommended` : model.id),
-      detail: describePrice(model),
+      detail: describeCandidate(model),
       model,
     }));
     const picked = await vscode.window.showQuickPick(items, {

@@ -66,6 +66,7 @@ const EXTERNAL = new Set([
   'extChatEndpoint.ts', // Copilot Chat's sources
   'packages/gateway/src/gateway-generation-info.ts', // vercel/ai
   'gateway-provider-options.ts', // vercel/ai
+  'packages/gateway/src/gateway-model-metrics.ts', // vercel/ai (PR #16721): the model metrics endpoint (RFC 0003)
   'chatLanguageModels.json', // VS Code's file of provider groups in the user's profile
   'agentHostMain.js', // VS Code's agent host, in its bundle (RFC 0009)
   'extensions/copilot/dist/extension.js', // Copilot Chat's bundle in the host (RFC 0004)

@@ -4,9 +4,10 @@ The scenario is the `x-fake-scenario` header, a `[scenario:NAME]` marker in the 
 or the model id (`fake/<scenario>`); `GET …/echo-key/…/models`, `GET …/hostile/…/models`,
 `GET …/tokenizer/…/models`, `GET …/surrogate/…/models`, `GET …/efforts/…/models`,
 `GET …/agents/…/models` and `GET …/cache/…/models` pick a catalogue answer by the base URL's path;
-under `/cache/` a provider's prompt cache bills each answer (fake_cache.py). Every request is recorded
-(body, headers, when the client went away) and served back at `GET /_requests`, so tests in other
-processes (Node, VS Code) can assert what reached the gateway.
+under `/cache/` a provider's prompt cache bills each answer (fake_cache.py); `GET …/models/metrics`
+answers the models' metrics (serve_metrics). Every request is recorded (body, headers, when the
+client went away) and served back at `GET /_requests`, so tests in other processes (Node, VS Code)
+can assert what reached the gateway.
 Credits, generation lookups and the `billed*` scenarios: fake_spend.py; the bench's soak: fake_soak.py.
 
 Run standalone: `python tests/fake_gateway.py [--port N]` prints `PORT <n>` and serves until killed.
@@ -298,6 +299,63 @@ MARKUP_MODEL = {
     "tags": [],
 }
 MARKUP_ID_MODEL = {**MODELS[0], "id": f"fake/[x]({COMMAND})", "name": "Fake Markup Id", "tags": []}
+
+
+# `GET …/models/metrics` (offer/metrics.py; the gateway SDK's `getModelMetrics`): rows of model ×
+# provider, as its answer has them. By first token, quickest first: Fake Tools, Fake Pricey, Fake Text
+# (its busier provider's; the other is quicker on fewer samples), Fake Reasoning; Fake Plain is a
+# catalogue-only row (nothing measured). FAKE_GATEWAY_METRICS=404 answers as a gateway
+# without the endpoint, `garbage` with no list, `bad-rows` with two unreadable rows among the good.
+def metrics_row(
+    model: str, provider: str | None, ttft: tuple[float, float] | None, tps: float | None, up: float | None, n: int
+) -> dict[str, Any]:
+    meta = {"source": "observed", "window": "1h", "measured_at": "2026-07-05T00:00:00.000Z", "sample_size": n}
+    return {
+        "id": model,
+        "name": model,
+        "provider": provider,
+        "type": "language",
+        "tags": [],
+        "pricing": {"meta": {"source": "declared"}},
+        "latency_last_1h": {"p50": ttft[0], "p95": ttft[1], "meta": meta} if ttft else None,
+        "throughput_last_1h": {"p50": tps, "p95": tps * 1.5, "meta": meta} if tps else None,
+        "uptime": {"last_15m": up, "last_1h": up, "last_1d": up, "meta": meta} if up is not None else None,
+    }
+
+
+METRICS_ROWS = [
+    metrics_row("fake/text", "fake-a", (800, 2100), 60, 99.5, 500),
+    metrics_row("fake/text", "fake-b", (300, 650), 120, 100, 20),
+    metrics_row("fake/tools", "fake-a", (250, 700), 140, 99.9, 900),
+    metrics_row("fake/reasoning", "fake-b", (1500, 4200), 45, 98.7, 300),
+    metrics_row("fake/pricey", "fake-a", (600, 1500), 90, 100, 100),
+    metrics_row("fake/plain", None, None, None, None, 0),
+]
+METRICS_META = {
+    "generated_at": "2026-07-05T00:00:00.000Z",
+    "source_windows": {"latency": "1h", "throughput": "1h", "uptime": ["15m", "1h", "1d"]},
+    "provenance_note": "Latency and throughput are observed from live gateway traffic.",
+}
+
+
+def serve_metrics(h: Handler) -> None:
+    mode = os.environ.get("FAKE_GATEWAY_METRICS", "")
+    status = 404 if mode == "404" else 200
+    h.server.gateway.record_lookup({"path": "metrics", "status": status, "query": h.path.partition("?")[2]})
+    if mode == "404":
+        h._json(404, {"error": {"message": "no such route", "type": "not_found"}})
+    elif mode == "garbage":
+        h._json(200, {"object": "list", "data": "metrics are elsewhere now"})
+    elif mode == "bad-rows":  # a NaN (Python's parser reads it) and an id with a space
+        bad = [
+            {**METRICS_ROWS[2], "latency_last_1h": {"p50": float("nan"), "p95": 1}},
+            {**METRICS_ROWS[4], "id": "x y"},
+        ]
+        h._json(200, {"object": "list", "data": [*METRICS_ROWS, *bad], "meta": METRICS_META})
+    else:
+        h._json(200, {"object": "list", "data": METRICS_ROWS, "meta": METRICS_META})
+
+
 HOSTILE_TEXT_MODELS = [
     *({**m, "name": f"{m['name']} {HOSTILE_TEXT}"} if m["id"] == "fake/tools" else m for m in MODELS),
     LONG_ID_MODEL,
@@ -484,7 +542,9 @@ class Handler(BaseHTTPRequestHandler):
         if fake_spend.serve_get(self, self.server.gateway):
             return
         virtual = re.search(r"/models/(vmc/[^/?]+)$", self.path.rstrip("/"))
-        if virtual and os.environ.get("FAKE_GATEWAY_VIRTUAL"):
+        if self.path.partition("?")[0].endswith("/models/metrics"):
+            serve_metrics(self)
+        elif virtual and os.environ.get("FAKE_GATEWAY_VIRTUAL"):
             known = virtual.group(1) == VIRTUAL_MODEL["id"]
             self.server.gateway.record_lookup({"path": virtual.group(0), "status": 200 if known else 404})
             if known:

@@ -23,6 +23,7 @@ class Sidecar:
         self.part_arrivals: dict[Any, list[float]] = {}
         self.logs: list[tuple[int, str]] = []
         self.billed: list[tuple[float, Any]] = []  # (arrival, params) of each gateway/billed
+        self.metrics: list[Any] = []  # params of each gateway/metrics
 
         @self.client.feature("gateway/parts")
         def on_parts(params: Any) -> None:
@@ -33,6 +34,10 @@ class Sidecar:
         @self.client.feature("gateway/billed")
         def on_billed(params: Any) -> None:
             self.billed.append((asyncio.get_running_loop().time(), params))
+
+        @self.client.feature("gateway/metrics")
+        def on_metrics(params: Any) -> None:
+            self.metrics.append(params)
 
         @self.client.feature("window/showMessage")
         def on_show(params: Any) -> None:

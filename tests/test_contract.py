@@ -102,6 +102,13 @@ async def test_what_the_sidecar_writes_fits_the_contract(gateway: FakeServer, tm
             if len(side.notifications("gateway/billed")) == 4:
                 break
             await asyncio.sleep(0.1)
+        for _ in range(100):  # the models' metrics follow the first listing, in the background
+            if side.notifications("gateway/metrics"):
+                break
+            await asyncio.sleep(0.1)
+        relisted = (await side.request("gateway/models", {}))["result"]
+        assert any(m["metrics"] for m in relisted["models"])
+        assert fits(relisted, method("gateway/models", "result")) == []
     finally:
         await side.stop()
     parts = side.notifications("gateway/parts")
@@ -110,7 +117,10 @@ async def test_what_the_sidecar_writes_fits_the_contract(gateway: FakeServer, tm
     assert calibrations, "the calibrate scenario sends a factor"
     billed = side.notifications("gateway/billed")
     assert {n["record"]["billed"] for n in billed} == {True, False}, "one billed chat, three estimated"
+    metrics = side.notifications("gateway/metrics")
+    assert metrics, "the models' metrics were fetched after the first listing"
     checks = [(n, "PartsNotification") for n in parts] + [(n, "Calibration") for n in calibrations]
+    checks += [(n, "MetricsNotification") for n in metrics]
     for notification, ref in [*checks, *((n, "BilledNotification") for n in billed)]:
         assert fits(notification, ref) == [], notification
 

@@ -3,7 +3,7 @@
 // session gives up (extension/sidecar/session.ts); told about settings changes.
 import * as vscode from 'vscode';
 import { expandHome, networkSetting, setting } from '../config';
-import { SECRET_WORDS, SETTING_IDS, type Calibration, type Settings } from '../contract';
+import { SECRET_WORDS, SETTING_IDS, type Calibration, type MetricsNotification, type Settings } from '../contract';
 import { GatewayChatError, RESTART_SERVER, SHOW_LOGS, showError, showOnce } from '../errors';
 import { notify } from '../notify';
 import { Method, Params, PartsRouter, Result, Rpc } from './rpc';
@@ -133,6 +133,10 @@ export class SidecarConnection implements Rpc, vscode.Disposable {
 
   onCalibration(handler: (calibration: Calibration) => void): void {
     this.router.onCalibration = handler;
+  }
+
+  onMetrics(handler: (metrics: MetricsNotification) => void): void {
+    this.router.onMetrics = handler;
   }
 
   onBilled(handler: (requestId: string, record: UsageRecord) => void): void {

@@ -4,7 +4,7 @@
 // under test is the code users run. Every method's params and result are the contract's
 // (extension/contract.ts).
 import type { CancellationToken, Disposable } from 'vscode';
-import type { Calibration, RpcMethods, RpcNotifications, StreamPart } from '../contract';
+import type { Calibration, MetricsNotification, RpcMethods, RpcNotifications, StreamPart } from '../contract';
 import { parseUsageRecord } from '../records';
 import type { UsageRecord } from '../contract';
 
@@ -24,11 +24,13 @@ interface NotificationSource {
 
 /** The sidecar's notifications, each through the connection's `onNotification`: `gateway/parts` to
  * the request they belong to, `gateway/calibration` (a model's window moved) to the provider, which
- * fetches the model list again, `gateway/billed` to the status bar, `window/showMessage` to
+ * fetches the model list again, `gateway/metrics` (the models' metrics changed) to the provider too,
+ * `gateway/billed` to the status bar, `window/showMessage` to
  * onShowMessage. */
 export class PartsRouter {
   private readonly handlers = new Map<string, (parts: StreamPart[]) => void>();
   onCalibration: (calibration: Calibration) => void = () => undefined;
+  onMetrics: (metrics: MetricsNotification) => void = () => undefined;
   onBilled: (requestId: string, record: UsageRecord) => void = () => undefined;
   /** Told of each notification that is not the seam's shape (it is dropped). */
   onInvalid: (what: string) => void = () => undefined;
@@ -48,6 +50,7 @@ export class PartsRouter {
       }
     });
     source.onNotification('gateway/calibration', (params) => this.onCalibration(params));
+    source.onNotification('gateway/metrics', (params) => this.onMetrics(params));
     source.onNotification('gateway/billed', (params) => {
       const record = parseUsageRecord(params?.record);
       const id = params?.requestId;

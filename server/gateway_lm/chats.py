@@ -3,9 +3,11 @@ whole sequence around the path `pipeline.py` runs. The model priced from the lis
 the spend guard needs it), the request prepared and guarded as it will be sent, streamed to the
 front end's parts, sent once more after a first overflow on a limit lower than the list says
 (learned, refitted) or a first refusal of tool calls whose reasoning the history lost, then
-calibrated and settled off the answer's path. A model's window as listed holds while an agent turn on
-it goes on (`_Turns`): Copilot budgets a turn with the window it started with, and the usage part
-tells it how full the real limit is in that window's unit (rfcs/0004, "The rest of the turn").
+calibrated and settled off the answer's path. The models' metrics (how fast, how reliable) are
+fetched in the background after a listing the picker asked for, never on a chat's path. A model's
+window as listed holds while an agent turn on it goes on (`_Turns`): Copilot budgets a turn with
+the window it started with, and the usage part tells it how full the real limit is in that window's
+unit (rfcs/0004, "The rest of the turn").
 
 It knows no JSON-RPC: the front end validates what comes in, gives it a `Parts` for the answer and
 shapes what goes back (rfcs/0001-architecture.md, "Folders"; tests/test_layers.py)."""
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +27,8 @@ from .offer.budget import BudgetFactors
 from .offer.catalogue import ModelInfo, catalogue, input_budget
 from .offer.contextsize import MENU_KEY as CONTEXT_KEY
 from .offer.contextsize import chosen_tokens
+from .offer.metrics import QUERY as METRICS_QUERY
+from .offer.metrics import ModelMetrics, metrics_from
 from .offer.picker import ModelEntry, context_options, picker_entry
 from .offer.virtual import MAX_VIRTUAL_BODY, VIRTUAL_READ_TIMEOUT, virtual_model
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
@@ -55,6 +60,12 @@ TRANSPORT_SETTINGS = (
     "proxyAuthorization",
     "systemCertificates",
 )
+# How often the models' metrics are fetched again, at most: the gateway measures over the last hour,
+# and each change re-renders the picker (rfcs/0003, "Model metrics").
+METRICS_EVERY = 600.0
+# The answers of a gateway without the endpoint: its metrics are gone. Any other failure (a timeout, a
+# 5xx, a rate limit) keeps those shown until the next fetch.
+NO_ENDPOINT = frozenset({404, 405, 410, 501})
 
 
 class Parts(Protocol):
@@ -81,6 +92,7 @@ class ChatService:
         calibrated: Callable[[str, float], None] = lambda model, factor: None,
         warn_user: Callable[[str], None] = lambda message: None,
         keeps_accounts: bool = True,
+        metrics_changed: Callable[[int], None] = lambda models: None,
     ) -> None:
         self.settings = Settings()
         self._client: GatewayClient | None = None  # built by the first apply(): TLS setup (rfcs/0005, "Measured costs")
@@ -98,6 +110,12 @@ class ChatService:
         # calls as text from then on (rfcs/0002, "A history that lost its reasoning").
         self._needs_reasoning: set[str] = set()
         self._virtual_silent: dict[str, str] = {}  # virtual model → why the gateway said nothing, as last logged
+        # The models' metrics as last fetched (offer/metrics.py), when, and whether a failure to get
+        # them was logged since the last success: a gateway without the endpoint is said once.
+        self.metrics: dict[str, ModelMetrics] = {}
+        self._metrics_at = -METRICS_EVERY
+        self._metrics_failure_told = False
+        self._metrics_changed = metrics_changed
 
     # ---- setup ----
 
@@ -105,6 +123,8 @@ class ChatService:
         """Settings already validated (settings.updated_settings): the state folder, the ledger and,
         when its settings changed, the client follow them."""
         transport_changed = any(getattr(new, f) != getattr(self.settings, f) for f in TRANSPORT_SETTINGS)
+        if new.baseUrl != self.settings.baseUrl:  # another gateway: its own metrics, or none
+            self.metrics, self._metrics_at, self._metrics_failure_told = {}, -METRICS_EVERY, False
         if new.stateDir != self.settings.stateDir:
             self.accounting.close()  # what it could not save yet goes to its own folder
             self.accounting = Accounting(new.stateDir)
@@ -134,15 +154,20 @@ class ChatService:
 
     # ---- the models ----
 
-    async def list_models(self, api_key: str | None) -> list[ModelEntry]:
+    async def list_models(self, api_key: str | None, metrics: bool = False) -> list[ModelEntry]:
         """The gateway's language models as the picker gets them, each window with what was learned
-        of its model; kept, so chats are priced and fitted with them."""
+        of its model and the metrics last fetched; kept, so chats are priced and fitted with them.
+        `metrics`: the picker asked, so the metrics are fetched after it when they are due (never
+        for the spend guard's listing, which a chat waits for)."""
         raw = await self.client.list_models(api_key)
         listed = catalogue(raw, self.settings.outputReservation)
         listed += await self._virtual_models({m.id for m in listed}, api_key)
         models = [self._with_learned_limit(m) for m in listed]
         self.models = {m.id: m for m in models}
         log.info("%d language models listed", len(models))
+        if metrics and time.monotonic() - self._metrics_at >= METRICS_EVERY:
+            self._metrics_at = time.monotonic()  # a failure waits as long as a success
+            self._in_background(self._fetch_metrics(api_key))
         return [self._turns.listed(self._entry(m)) for m in models]
 
     async def _virtual_models(self, listed: set[str], api_key: str | None) -> list[ModelInfo]:
@@ -164,6 +189,32 @@ class ChatService:
                 log.info("the gateway says nothing of the virtual model %s (%s): offered with defaults", model, said)
             return None
 
+    async def _fetch_metrics(self, api_key: str | None) -> None:
+        """The models' metrics, in the background; the front end is told when they changed, and
+        lists the models again. A gateway without the endpoint (NO_ENDPOINT) or an answer that is
+        not the list shows none; another failure keeps what was shown."""
+        base = self.settings.baseUrl
+        try:
+            found = metrics_from(await self.client.model_metrics(api_key, METRICS_QUERY))
+            failure = "its answer is not the list expected" if found is None else ""
+        except GatewayError as error:
+            found = None if error.status in NO_ENDPOINT else self.metrics
+            failure = error.message
+        if base != self.settings.baseUrl:
+            return  # asked of the gateway before: its numbers are not this one's
+        if failure:
+            (log.debug if self._metrics_failure_told else log.warning)(
+                "the gateway's model metrics were not read, so no model shows them: %s", failure
+            )
+            self._metrics_failure_told = True
+        else:
+            self._metrics_failure_told = False
+        found = found or {}
+        if found != self.metrics:
+            self.metrics = found
+            log.info("model metrics for %d models", len(found))
+            self._metrics_changed(len(found))
+
     def _entry(self, model: ModelInfo) -> ModelEntry:
         """The model as the picker gets it now, with what was learned of it."""
         return picker_entry(
@@ -171,6 +222,7 @@ class ChatService:
             self._budget_factor(model.id),
             self.settings.effort_for(model.id),
             self.settings.speed_for(model.id),
+            self.metrics.get(model.id),
         )
 
     async def _priced(self, model: str, key: str | None) -> ModelInfo | None:

@@ -74,6 +74,13 @@ class Calibration(TypedDict):
     factor: float
 
 
+class MetricsNotification(TypedDict):
+    """The models' metrics (offer/metrics.py) came, changed or went (rfcs/0003, "Model metrics"):
+    the model list carries them, and the extension fetches it again."""
+
+    models: int  # how many models have metrics now
+
+
 # ---- the contract ----
 
 # Params are what the sidecar reads: a field with a default may be left out. Results and
@@ -89,6 +96,7 @@ METHODS: dict[str, tuple[Any, Any]] = {
 NOTIFICATIONS: dict[str, Any] = {
     "gateway/parts": PartsNotification,  # server → client, per chat request
     "gateway/calibration": Calibration,  # server → client
+    "gateway/metrics": MetricsNotification,  # server → client
     "gateway/billed": BilledNotification,  # server → client, once per chat after its result
 }
 # Constants the extension applies as the sidecar does, under the names they have at their homes

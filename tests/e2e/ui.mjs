@@ -530,6 +530,32 @@ try {
     await page.keyboard.press('Escape');
   });
 
+  // Issue 45 §2: the gateway's metrics where a model is chosen. The sidecar fetched them after the
+  // first model list (RFC 0003, "Model metrics"), long before this step; sorted by first token, the
+  // fake's measured models lead in that order (tests/fake_gateway.py, METRICS_ROWS).
+  await step('model-metrics', async () => {
+    if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
+    await runCommand('Choose Gateway Models');
+    const pick = page.locator('.quick-input-widget');
+    const summary = 'First token 0.25 s (p95 0.7 s) · 140 tokens/s · 99.9 % up';
+    await pick.locator('.monaco-list-row', { hasText: 'Fake Tools' }).filter({ hasText: summary }).first().waitFor({ timeout: 30_000 });
+    await pick.getByRole('button', { name: 'Sort by first token' }).first().click();
+    await pick.locator('.quick-input-title', { hasText: 'by first token' }).waitFor({ timeout: 5_000 });
+    // Rows are recycled as the list redraws: their order is their data-index, not the DOM's.
+    const labels = await pick.locator('.monaco-list-row').evaluateAll((rows) =>
+      rows
+        .map((row) => [Number(row.getAttribute('data-index')), row.getAttribute('aria-label')?.split(',')[0]])
+        .sort((a, b) => a[0] - b[0])
+        .map((r) => r[1]),
+    );
+    assert.deepEqual(labels.slice(0, 4), ['Fake Tools', 'Fake Pricey', 'Fake Text', 'Fake Reasoning'], `sorted: ${JSON.stringify(labels)}`);
+    await pick.locator('.monaco-list-row', { hasText: 'Fake Tools' }).filter({ hasText: summary }).first().waitFor({ timeout: 5_000 });
+    await page.screenshot({ path: path.join(artifacts, 'ui-model-metrics.png') });
+    await page.keyboard.press('Escape'); // closed: the setting stays as it is
+    await pick.waitFor({ state: 'hidden', timeout: 10_000 });
+    assert.deepEqual(userSettings()['vercelAiGateway.picker.models'], [], 'nothing written');
+  });
+
   await step('key-from-secret-storage', async () => {
     const log = await gatewayRequests();
     assert.ok(log.length > 0 && log.every((entry) => entry.authorization === `Bearer ${host.FAKE_KEY}`), 'every request carried the typed key');

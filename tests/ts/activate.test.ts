@@ -139,6 +139,7 @@ test('wrongly typed entries are dropped one by one, with one log line per file; 
     hostPricing: null,
     warning: null,
     fastTierOf: null,
+    metrics: null,
   };
   const models = [
     { id: 5 },

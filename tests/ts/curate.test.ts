@@ -9,8 +9,10 @@ import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import { bundleGateway } from './real';
 import { activate } from '../../extension/extension';
-import { isShown, matches } from '../../extension/curate';
+import type { ModelEntry } from '../../extension/contract';
+import { isShown, matches, rowDetail, sortModels } from '../../extension/curate';
 import type { GatewayChatProvider } from '../../extension/provider';
+import { until } from './until';
 
 const subscriptions: { dispose(): unknown }[] = [];
 const gateway = bundleGateway({
@@ -64,7 +66,11 @@ test('Choose Gateway Models… writes the models picked; the others stay registe
   const items = shown.items as { label: string; description: string; detail: string; picked: boolean }[];
   assert.ok((shown.options as { canPickMany?: boolean }).canPickMany, 'several at once');
   const text = items.find((i) => i.label === 'Fake Text')!;
-  assert.deepEqual([text.description, text.detail, text.picked], ['fake/text', '200K · $3.00/$15.00', true], 'the window and prices');
+  assert.deepEqual(
+    [text.description, text.detail.split(' · First token')[0], text.picked],
+    ['fake/text', '200K · $3.00/$15.00', true],
+    'the window and prices',
+  );
   assert.deepEqual(stub.settings['vercelAiGateway.picker.models'], ['fake/text', 'fake/tools']);
   assert.equal(stub.configUpdates.at(-1)?.target, stub.ConfigurationTarget.Global, "the user's settings");
   assert.ok(changes > seen, 'VS Code is told the list changed');
@@ -76,4 +82,59 @@ test('Choose Gateway Models… writes the models picked; the others stay registe
   stub.answers.quickPickMany.push(items.map((i) => i.label)); // every model again
   await stub.commands.executeCommand('vercelAiGateway.chooseModels');
   assert.deepEqual(stub.settings['vercelAiGateway.picker.models'], [], 'all picked: the setting offers every model, new ones too');
+});
+
+test("Choose Gateway Models… shows each model's metrics and sorts by them, keeping the choice", async () => {
+  // The sidecar fetches them after the list and says so (gateway/metrics); the provider fetches the list again.
+  await until(async () => (await provider.catalogue()).some((m) => m.metrics !== null), 'the metrics arrived', 15_000, 50);
+  stub.settings['vercelAiGateway.picker.models'] = ['fake/text', 'fake/pricey'];
+  const shown = async (buttons: string[]) => {
+    stub.answers.quickPickButtons.push(buttons);
+    stub.answers.quickPickMany.push(undefined); // closed: nothing written
+    await stub.commands.executeCommand('vercelAiGateway.chooseModels');
+    const { items, options } = stub.quickPicks.at(-1)!;
+    return { items: items as { label: string; detail: string; picked: boolean }[], options: options as { title: string; buttons: string[] } };
+  };
+  const first = await shown(['Sort by first token']);
+  assert.deepEqual(first.options.buttons, ['Sort by cost', 'Sort by first token', 'Sort by tokens per second', 'Sort by reliability']);
+  assert.equal(first.options.title, 'Gateway models in the model picker, by first token');
+  assert.deepEqual(
+    first.items.slice(0, 4).map((i) => i.label),
+    ['Fake Tools', 'Fake Pricey', 'Fake Text', 'Fake Reasoning'],
+    'quickest first; the models without metrics after them',
+  );
+  assert.equal(first.items[0].detail, '128K · $1.00/$2.00 · First token 0.25 s (p95 0.7 s) · 140 tokens/s · 99.9 % up');
+  assert.ok(!first.items.slice(4).some((i) => i.detail.includes('First token')), 'nothing measured, nothing shown');
+  assert.deepEqual(
+    first.items.filter((i) => i.picked).map((i) => i.label),
+    ['Fake Pricey', 'Fake Text'],
+    'the models offered stay checked in the new order',
+  );
+  const reliable = await shown(['Sort by first token', 'Sort by reliability']);
+  assert.deepEqual(
+    reliable.items.slice(0, 4).map((i) => i.label),
+    ['Fake Pricey', 'Fake Tools', 'Fake Text', 'Fake Reasoning'],
+    'the most often up first',
+  );
+  const throughput = await shown(['Sort by tokens per second']);
+  assert.deepEqual(
+    throughput.items.slice(0, 4).map((i) => i.label),
+    ['Fake Tools', 'Fake Pricey', 'Fake Text', 'Fake Reasoning'],
+  );
+  assert.deepEqual(stub.settings['vercelAiGateway.picker.models'], ['fake/text', 'fake/pricey'], 'closed: nothing written');
+});
+
+test('sortModels: ascending keys, the unmeasured last, ties as listed; cost by output, then input price', () => {
+  const model = (id: string, output: number | null, firstTokenMs: number | null) =>
+    ({ id, pricing: { input: 1, output }, metrics: firstTokenMs === null ? null : { firstTokenMs } }) as unknown as ModelEntry;
+  const models = [model('a', 5, null), model('b', 2, 300), model('c', null, 100), model('d', 2, 300)];
+  assert.deepEqual(
+    sortModels(models, 'firstToken').map((m) => m.id),
+    ['c', 'b', 'd', 'a'],
+  );
+  assert.deepEqual(
+    sortModels(models, 'cost').map((m) => m.id),
+    ['b', 'd', 'a', 'c'],
+  );
+  assert.deepEqual(rowDetail({ ...models[0], detail: '8K' }), '8K', 'no metrics: the detail as it was');
 });

@@ -31,6 +31,7 @@ const model = (id: string): ModelEntry => ({
   hostPricing: null,
   warning: null,
   fastTierOf: null,
+  metrics: null,
 });
 
 /** A provider over a catalogue the test controls; counts the catalogue requests. */

@@ -37,6 +37,7 @@ function entry(id: string, input: number | null, output: number | null, toolCall
     hostPricing: null,
     warning: null,
     fastTierOf: null,
+    metrics: null,
     maxOutputTokens: 100,
     capabilities: { toolCalling, imageInput: false },
     reasoning: false,
@@ -76,6 +77,41 @@ test('the pick: tool-capable and priced; a fast hint first, then the lowest outp
   assert.deepEqual(
     rankForSmallTasks([opus, opusFast, entry('xai/grok-code-fast-1', 0.2, 1.5)]).map((m) => m.id),
     ['xai/grok-code-fast-1', 'anthropic/claude-opus-4.8'],
+  );
+});
+
+function measured(model: ModelEntry, firstTokenMs: number, uptimePercent = 99.9): ModelEntry {
+  const metrics = {
+    provider: 'p',
+    providers: 1,
+    firstTokenMs,
+    firstTokenP95Ms: null,
+    tokensPerSecond: null,
+    uptimePercent,
+    summary: `First token ${firstTokenMs}`,
+  };
+  return { ...model, metrics };
+}
+
+test('with metrics: the quickest first token among the cheap of a group; a dear or rarely-up model is not promoted', () => {
+  const nano = entry('openai/gpt-5-nano', 0.05, 0.4);
+  const lite = entry('google/gemini-2.5-flash-lite', 0.1, 0.4);
+  const mini = entry('openai/gpt-4o-mini', 0.15, 0.6);
+  const haiku = entry('anthropic/claude-haiku-4.5', 1, 5);
+  const big = entry('a/big', 3, 15);
+  const ids = (models: ModelEntry[]) => rankForSmallTasks(models).map((m) => m.id);
+  const before = ids([nano, lite, mini, haiku, big]);
+  assert.deepEqual(before, [nano.id, lite.id, mini.id, haiku.id, big.id], 'without metrics: the prices');
+  assert.deepEqual(
+    ids([measured(nano, 900), measured(lite, 300), measured(mini, 200, 90), measured(haiku, 100), measured(big, 50)]),
+    [lite.id, nano.id, mini.id, haiku.id, big.id],
+    'flash-lite answers first; 4o-mini is up 90 % of the time; haiku (5× the price) and big stay behind',
+  );
+  assert.deepEqual(ids([nano, measured(lite, 300), mini]), [lite.id, nano.id, mini.id], 'measured before unmeasured');
+  assert.deepEqual(
+    ids([entry('b/medium', 1, 2), measured(entry('c/other', 1, 3), 100), measured(entry('a/big', 3, 15), 10)]),
+    ['c/other', 'b/medium', 'a/big'],
+    'no hinted model: the same rule within the other group',
   );
 });
 
@@ -169,6 +205,26 @@ test('the command lists the candidates with prices, the pick first, and writes b
     const global = stub.ConfigurationTarget.Global;
     assert.deepEqual(written(), { [UTILITY_SMALL_MODEL]: [EXPECTED, global], [UTILITY_MODEL]: [EXPECTED, global] });
     assert.match(stub.shownInfos.at(-1)?.message ?? '', /now run on Fake Tools\.$/);
+  } finally {
+    window.close();
+  }
+});
+
+test("the gateway's metrics reach the command: each candidate's row shows them, the quickest cheap one recommended", async () => {
+  const window = await openWindow();
+  try {
+    // The sidecar fetches them after the first list and says so (gateway/metrics); the list is fetched again.
+    await until(async () => (await window.provider.catalogue()).some((m) => m.metrics !== null), 'the metrics arrived', 15_000, 50);
+    stub.answers.quickPick.push(undefined);
+    await stub.commands.executeCommand('vercelAiGateway.useForSmallTasks');
+    const items = stub.quickPicks.at(-1)?.items as { label: string; description: string; detail: string }[];
+    assert.deepEqual(items[0], {
+      ...items[0],
+      label: 'Fake Tools',
+      description: 'fake/tools · recommended',
+      detail: '$1.00 in / $2.00 out per million tokens · First token 0.25 s (p95 0.7 s) · 140 tokens/s · 99.9 % up',
+    });
+    assert.equal(items.find((i) => i.label === 'Fake Agent 1.35x')?.detail, '$1.00 in / $4.00 out per million tokens', 'unmeasured: the prices alone');
   } finally {
     window.close();
   }

@@ -28,6 +28,7 @@ const sonnet: ModelEntry = {
   hostPricing: null,
   warning: null,
   fastTierOf: null,
+  metrics: null,
 };
 const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
   type: 'usage',

@@ -37,6 +37,7 @@ const MODEL: ModelEntry = {
   hostPricing: null,
   warning: null,
   fastTierOf: null,
+  metrics: null,
 };
 const EFFORT_MENU: EffortProperty = {
   type: 'string',
@@ -208,6 +209,28 @@ test('models.json saved before fast tiers were named: its entries are kept, as n
   const { value, dropped } = checkModels([old, tier, { ...MODEL, id: 'x/bad', fastTierOf: 7 }]);
   assert.equal(dropped, 1);
   assert.deepEqual(value, [{ ...old, fastTierOf: null }, tier]);
+});
+
+test("models.json saved before the models' metrics: kept, with none; metrics that are not numbers are dropped", () => {
+  const { metrics: _metrics, ...old } = MODEL;
+  const metrics = {
+    provider: 'anthropic',
+    providers: 2,
+    firstTokenMs: 250,
+    firstTokenP95Ms: 700,
+    tokensPerSecond: 140,
+    uptimePercent: 99.9,
+    summary: 'First token',
+  };
+  const measured = { ...MODEL, id: 'x/measured', metrics };
+  const bad = [
+    { ...metrics, firstTokenMs: 'fast' },
+    { ...metrics, uptimePercent: 101 },
+    { ...metrics, provider: 'a [link](command:x)' },
+  ];
+  const { value, dropped } = checkModels([old, measured, ...bad.map((m, i) => ({ ...MODEL, id: `x/bad${i}`, metrics: m }))]);
+  assert.equal(dropped, 3);
+  assert.deepEqual(value, [{ ...old, metrics: null }, measured]);
 });
 
 test('readJson: a missing file is quiet; an unreadable or invalid one is one warning; nothing throws', async () => {

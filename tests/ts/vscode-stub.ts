@@ -283,6 +283,9 @@ export const answers = {
   quickPick: [] as (string | undefined)[],
   /** The labels picked in the next multi-select quick pick (undefined: dismissed). */
   quickPickMany: [] as (string[] | undefined)[],
+  /** The title buttons (by tooltip) clicked in the next quick pick made by createQuickPick, in
+   * order, before its answer (quickPick or quickPickMany). */
+  quickPickButtons: [] as string[][],
   errorButton: [] as (string | undefined)[],
   infoButton: [] as (string | undefined)[],
   /** The title of the button clicked in the next warning that offers buttons (the spend dialog). */
@@ -291,6 +294,47 @@ export const answers = {
   /** The files picked in the next open dialog (undefined: cancelled). */
   openDialog: [] as (Uri[] | undefined)[],
 };
+/** A quick pick made by createQuickPick: shown, it clicks the buttons the test asked for, records
+ * its items as they are then (in quickPicks), and takes the next answer as showQuickPick does. */
+class QuickPick<T extends { label: string }> {
+  items: readonly T[] = [];
+  selectedItems: readonly T[] = [];
+  buttons: readonly { tooltip?: string }[] = [];
+  title: string | undefined;
+  placeholder: string | undefined;
+  canSelectMany = false;
+  matchOnDescription = false;
+  private readonly accepted = new EventEmitter<void>();
+  private readonly hidden = new EventEmitter<void>();
+  private readonly triggered = new EventEmitter<{ tooltip?: string }>();
+  private readonly selection = new EventEmitter<readonly T[]>();
+  onDidAccept = this.accepted.event;
+  onDidHide = this.hidden.event;
+  onDidTriggerButton = this.triggered.event;
+  onDidChangeSelection = this.selection.event;
+
+  show(): void {
+    queueMicrotask(() => {
+      for (const tooltip of answers.quickPickButtons.shift() ?? []) {
+        const button = this.buttons.find((b) => b.tooltip === tooltip);
+        if (button) this.triggered.fire(button); // one not offered is not clicked: the test's assertions say so
+      }
+      const buttons = this.buttons.map((b) => b.tooltip);
+      quickPicks.push({ items: [...this.items], options: { canPickMany: this.canSelectMany, title: this.title, buttons } });
+      const answer = this.canSelectMany ? answers.quickPickMany.shift() : [answers.quickPick.shift()];
+      if (answer === undefined || (!this.canSelectMany && answer[0] === undefined)) return this.hidden.fire();
+      this.selectedItems = this.items.filter((item) => answer.includes(item.label));
+      this.selection.fire(this.selectedItems);
+      this.accepted.fire();
+      this.hidden.fire();
+    });
+  }
+  hide(): void {
+    this.hidden.fire();
+  }
+  dispose(): void {}
+}
+
 /** The options of each open dialog shown. */
 export const openDialogs: object[] = [];
 /** The items of each quick pick shown; an answer picks the item with that label. */
@@ -324,6 +368,7 @@ export const window = {
     inputBoxOptions.push(options);
     return Promise.resolve(answers.inputBox.shift());
   },
+  createQuickPick: <T extends { label: string }>() => new QuickPick<T>(),
   showQuickPick: (items: readonly (string | { label: string })[], options?: { canPickMany?: boolean }) => {
     quickPicks.push({ items: [...items], options });
     const label = (item: string | { label: string }) => (typeof item === 'string' ? item : item.label);

@@ -54,6 +54,7 @@ BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 MAX_ERROR_BODY = 64 << 10  # the gateway's words fit; an HTML page or a flood is cut
 MAX_MODELS_BODY = 16 << 20  # the catalogue is ~0.3 MB
+MAX_METRICS_BODY = 4 << 20  # the model metrics: 500 rows of ~1 KB at most (offer/metrics.py)
 MAX_JSON_BODY = 1 << 20  # credits and a generation's record are a few hundred bytes
 # App attribution (vercel.com/docs/ai-gateway/ecosystem/app-attribution), on every request.
 APP_REFERER = "https://marketplace.visualstudio.com/items?itemName=ai-gateway-lm.ai-gateway-lm"
@@ -311,6 +312,10 @@ class GatewayClient:
         payload = await self.get_json("/models", api_key, limit=MAX_MODELS_BODY)
         data = payload.get("data") if isinstance(payload, dict) else None
         return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+
+    async def model_metrics(self, api_key: str | None, query: dict[str, str]) -> Any:
+        """`GET {base}/models/metrics`, parsed, unread: offer/metrics.py reads it."""
+        return await self.get_json("/models/metrics", api_key, params=query, limit=MAX_METRICS_BODY)
 
     async def get_json(
         self, path: str, api_key: str | None, params: dict[str, str] | None = None, limit: int = MAX_JSON_BODY

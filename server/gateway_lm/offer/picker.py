@@ -14,6 +14,7 @@ from .budget import advertised_window
 from .catalogue import ModelInfo, PriceTier, Pricing
 from .contextsize import MIN_OPTION_TOKENS, ContextOption, ContextSizeProperty, context_menu
 from .effort import Effort, EffortProperty, menu
+from .metrics import ModelMetrics
 from .speed import SpeedProperty
 
 # VS Code's price fields are in GitHub AI credits per million tokens (its Language Models editor
@@ -93,16 +94,23 @@ class ModelEntry(ModelInfo):
     # What the picker warns of beside the model (VS Code's warningText, with a warning icon): only
     # what is true of it, that it takes no tools; None: nothing.
     warning: str | None
+    # How fast and how reliable the gateway measured it (metrics.py); None: no measurement, or a
+    # gateway without the endpoint. Arrives after the catalogue (chats.py, "the models' metrics").
+    metrics: ModelMetrics | None = None
 
 
 def picker_entry(
-    model: ModelInfo, factor: float = 1.0, effort: Effort | None = None, fast: speed.Speed | None = None
+    model: ModelInfo,
+    factor: float = 1.0,
+    effort: Effort | None = None,
+    fast: speed.Speed | None = None,
+    metrics: ModelMetrics | None = None,
 ) -> ModelEntry:
     """`effort`, `fast`: the level and the speed the settings ask for this model, which the menus
-    preselect."""
+    preselect; `metrics`: what the gateway measured of it, if anything."""
     return ModelEntry(
         **dict(model),
-        tooltip=tooltip(model, factor),
+        tooltip=tooltip(model, factor, metrics),
         detail=detail(model),
         budgetFactor=factor,
         budgetInputTokens=advertised_window(model.maxInputTokens, factor),
@@ -112,6 +120,7 @@ def picker_entry(
         ),
         hostPricing=host_pricing(model.pricing),
         warning=None if model.capabilities.toolCalling else NO_TOOLS_NOTE,
+        metrics=metrics,
     )
 
 
@@ -193,7 +202,7 @@ def _rates_text(prices: Pricing | PriceTier) -> str:
     return f"{per_million(prices.input)} in / {per_million(prices.output)} out per million tokens"
 
 
-def tooltip(model: ModelInfo, factor: float = 1.0) -> str:
+def tooltip(model: ModelInfo, factor: float = 1.0, metrics: ModelMetrics | None = None) -> str:
     lines = [f"{model.name} ({model.id}) by {model.ownedBy}"]
     if model.virtual:
         lines.append(VIRTUAL_NOTE)
@@ -216,6 +225,9 @@ def tooltip(model: ModelInfo, factor: float = 1.0) -> str:
         lines.append(UNPRICED_NOTE)
     if "tools" in model.unstated:
         lines.append(TOOLS_UNSTATED_NOTE)
+    if metrics is not None and metrics.summary:
+        via = f", {metrics.provider}" if metrics.provider else ""
+        lines.append(f"{metrics.summary} (the gateway's last hour{via})")
     features = [name for name, on in (("vision", model.capabilities.imageInput), ("reasoning", model.reasoning)) if on]
     if features:
         lines.append("Supports " + " and ".join(features))

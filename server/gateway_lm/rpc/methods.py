@@ -40,7 +40,7 @@ from .pipes import Mode
 from .protocol import REFUSED, WireProtocol, refused
 
 if TYPE_CHECKING:  # types only: contract.py's schema printing is no part of serving
-    from ..contract import Calibration, ChatResult, ConfigureResult, CountResult, ModelsResult
+    from ..contract import Calibration, ChatResult, ConfigureResult, CountResult, MetricsNotification, ModelsResult
     from ..spend.ledger import BilledNotification, UsageResult
     from ..spend.lookups import Credits
 
@@ -62,7 +62,9 @@ class Sidecar:
         self.server = server
         self.protocol = server.protocol
         self.redact = Redactor()
-        self.chats = ChatService(self.notify_billed, self.notify_calibration, self._warn_user)
+        self.chats = ChatService(
+            self.notify_billed, self.notify_calibration, self._warn_user, metrics_changed=self.notify_metrics
+        )
         self.tokens = self.chats.tokens
         self.outbox = Outbox(self.protocol.notify)  # told of the stdout writer when serving starts
         self._shown_problems = ""  # the invalid settings last shown to the user
@@ -106,11 +108,15 @@ class Sidecar:
         calibration: Calibration = {"model": model, "factor": factor}
         self._notify("gateway/calibration", calibration)
 
+    def notify_metrics(self, models: int) -> None:
+        metrics: MetricsNotification = {"models": models}
+        self._notify("gateway/metrics", metrics)
+
     # ---- methods ----
 
     async def models_list(self, params: object) -> ModelsResult:
         self.redact.add(api_key(params))  # a gateway may quote it back in an error, even of params it refuses
-        return {"models": await self.chats.list_models(validated(KeyParams, params).apiKey)}
+        return {"models": await self.chats.list_models(validated(KeyParams, params).apiKey, metrics=True)}
 
     async def chat(self, params: object) -> ChatResult:
         request = validated(ChatParams, params)
