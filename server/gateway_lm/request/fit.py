@@ -69,6 +69,9 @@ class ClearedResults:
                 if not self._ids[gone]:
                     del self._ids[gone]
 
+    def __len__(self) -> int:
+        return len(self._seen)
+
     def __contains__(self, item: object) -> bool:
         if not isinstance(item, dict) or item.get("type") != "function_call_output":
             return False
@@ -109,7 +112,7 @@ def fit_request(
 
 def _cleared_again(body: dict[str, Any], cleared: ClearedResults) -> dict[str, Any]:
     items = body.get("input")
-    if not isinstance(items, list):
+    if not isinstance(items, list) or not cleared:  # nothing cleared yet: the common case, at once
         return body
     protected = max(KEEP_NEWEST, _last_round(items))
     outputs = [i for i, item in enumerate(items) if _is_tool_result(item)][: -protected or None]

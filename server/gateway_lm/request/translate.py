@@ -168,7 +168,9 @@ def translate_messages(
             continue
         if message.role == ROLE_ASSISTANT:
             step.extend(assistant_items(message, results, names, (reasoning.first.get(index, []), reasoning.before)))
-            marks.update(id(i) for i in step if i["type"] == "function_call_output" and i["call_id"] in marked_calls)
+            if marked_calls:
+                outputs = (i for i in step if i["type"] == "function_call_output")
+                marks.update(id(i) for i in outputs if i["call_id"] in marked_calls)
             if step and any(is_cache_marker(part) for part in message.content):
                 marks.add(id(step[-1]))
             continue
