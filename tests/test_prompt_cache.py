@@ -125,12 +125,14 @@ def body_for(messages: list[dict[str, Any]], tools: list[Any] | None = None) -> 
     return build_request(request, Settings(), ToolNameMap([t.name for t in request.tools]))
 
 
-def test_copilots_earliest_marker_before_the_last_two_items_is_the_anchor() -> None:
+async def test_copilots_earliest_marker_before_the_last_two_items_is_the_anchor(
+    sidecar: Sidecar, gateway: FakeServer
+) -> None:
     # An older Copilot's markers: the end of a tool result of the first round (inside its content),
     # and the last round's. Items: 0 context, 1 request, 2 call_0, 3 output_0, 4 call_1, 5 output_1, …
     messages = [SYSTEM, user(text("context")), user(text("Fix it."))]
     messages += round_trip(0, marker()) + round_trip(1) + round_trip(2, marker())
-    body = body_for(messages, [READ])
+    body = (await chat(sidecar, gateway, messages, [READ]))["body"]
     assert body["cache_anchor_items"] == 4  # through call_0's output
     assert body["input"][3]["output"] == "contents of f0.py"  # the marker itself is not content
 
