@@ -352,7 +352,7 @@ export interface Settings {
   zeroDataRetention?: boolean;
   disallowPromptTraining?: boolean;
   serviceTier?: 'default' | 'flex' | 'priority';
-  caching?: 'default' | 'auto';
+  caching?: 'auto' | 'off';
   attributionUser?: string | null;
   attributionTags?: string[];
   tagWorkspace?: boolean;

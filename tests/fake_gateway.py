@@ -592,7 +592,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"object": "list", "data": MODELS})
         elif self.path == "/_requests":
             with self.server.gateway.lock:
-                self._json(200, self.server.gateway.requests)
+                # each entry but its `raw` bytes, which only an in-process test reads
+                self._json(200, [{k: v for k, v in e.items() if k != "raw"} for e in self.server.gateway.requests])
         else:
             self._json(404, {"error": {"message": "no such route", "type": "not_found"}})
 
@@ -632,6 +633,7 @@ class Handler(BaseHTTPRequestHandler):
                 "path": self.path,
                 "scenario": scenario,
                 "body": body,
+                "raw": raw,  # the body's bytes as sent: a conversation's requests share their prefix (rfcs/0011)
                 "authorization": self.headers.get("authorization"),
                 "headers": {
                     key.lower(): value for key, value in self.headers.items() if key.lower() != "authorization"

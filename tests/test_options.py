@@ -58,6 +58,7 @@ async def test_every_option_reaches_the_gateway(gateway: FakeServer) -> None:
     # extraBody merges into what the request has: the routing setting stays
     assert body["providerOptions"] == {"gateway": {"order": ["bedrock"]}, "anthropic": {"cacheControl": True}}
     assert entry["headers"]["x-team"] == "team-token-42"
+    assert entry["headers"]["x-session-affinity"] == "project-1"  # the header follows the key sent (rfcs/0011)
     assert entry["authorization"] == "Bearer test-key"
 
 

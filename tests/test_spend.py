@@ -325,11 +325,11 @@ async def test_routing_privacy_and_attribution_reach_the_body(sidecar: Sidecar, 
             "zeroDataRetention": True,
             "disallowPromptTraining": True,
             "serviceTier": "flex",
-            "caching": "auto",
             "user": "dev-1",
             "tags": ["workspace:demo", "team:ai"],
         }
     }
+    assert entry["body"]["caching"] == "auto"  # top-level on /v1/responses, not a gateway option (rfcs/0011)
     assert entry["headers"]["http-referer"] == APP_REFERER and entry["headers"]["x-title"] == APP_TITLE
 
 

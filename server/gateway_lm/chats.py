@@ -32,7 +32,7 @@ from .offer.metrics import ModelMetrics, metrics_from
 from .offer.picker import ModelEntry, context_options, picker_entry
 from .offer.virtual import MAX_VIRTUAL_BODY, VIRTUAL_READ_TIMEOUT, virtual_model
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
-from .request.fit import InputLimit, fit_request, has_tool_results
+from .request.fit import ClearedResults, InputLimit, fit_request, has_tool_results
 from .request.translate import is_summarisation_turn
 from .settings import Settings
 from .spend.ledger import Approval, Ledger
@@ -116,6 +116,9 @@ class ChatService:
         self._metrics_at = -METRICS_EVERY
         self._metrics_failure_told = False
         self._metrics_changed = metrics_changed
+        # The tool results a request was sent with cleared: cleared again in the later requests of
+        # their conversation, which keeps its prefix in the prompt cache (rfcs/0011).
+        self._cleared = ClearedResults()
 
     # ---- setup ----
 
@@ -287,7 +290,7 @@ class ChatService:
         # and each later request of the turn would be refused and sent again (issue 36 §1).
         limit = None if known is None else InputLimit(self._paid_for(self._with_learned_limit(known), request), factor)
         unreasoned_as_text = request.model in self._needs_reasoning
-        prepared = await prepare(request, self.settings, known, limit, unreasoned_as_text)
+        prepared = await prepare(request, self.settings, known, limit, unreasoned_as_text, self._cleared)
         await self.ledger.guard(
             request.model, approval or Approval(), prepared.body, known, factor, group
         )  # priced as sent; refused: not sent
@@ -358,7 +361,7 @@ class ChatService:
         the model is remembered, so its later requests go so at once."""
         request = chat.request
         self._needs_reasoning.add(request.model)
-        again = await prepare(request, self.settings, known, limit, unreasoned_as_text=True)
+        again = await prepare(request, self.settings, known, limit, True, self._cleared)
         if again.body["input"] == prepared.body["input"]:
             return None
         log.info(
@@ -383,7 +386,7 @@ class ChatService:
             return None
         model = chat.request.model
         limit = InputLimit(budget, self.accounting.factor(model))
-        body = await asyncio.to_thread(fit_request, prepared.body, model, limit)
+        body = await asyncio.to_thread(fit_request, prepared.body, model, limit, None, self._cleared)
         if body is prepared.body:
             return None
         log.info(

@@ -16,7 +16,7 @@ from .gateway.errors import GatewayError
 from .messages import ChatRequest, FinishReason, PartOut, UsagePart
 from .offer.catalogue import ModelInfo
 from .request.body import build_request, extra_headers
-from .request.fit import InputLimit, fit_request, has_tool_results
+from .request.fit import ClearedResults, InputLimit, fit_request, has_tool_results
 from .settings import Settings
 from .stream.adapt import StreamAdapter
 from .toolnames import ToolNameMap
@@ -53,23 +53,27 @@ async def prepare(
     model: ModelInfo | None = None,
     limit: InputLimit | None = None,
     unreasoned_as_text: bool = False,
+    cleared: ClearedResults | None = None,
 ) -> Prepared:
     """`model`: the catalogue's entry (body.build_request); `limit`: the model's real input
-    limit, which the request is fitted into (fit.py); `unreasoned_as_text`: body.build_request."""
+    limit, which the request is fitted into (fit.py); `unreasoned_as_text`: body.build_request;
+    `cleared`: the tool results earlier requests were sent with cleared (fit.ClearedResults)."""
     names = ToolNameMap([tool.name for tool in request.tools])
     body = build_request(request, settings, names, model, unreasoned_as_text)
     if limit is not None and has_tool_results(body):  # encoding and counting it hold no event loop
-        body, content = await asyncio.to_thread(_fitted, body, request.model, limit)
+        body, content = await asyncio.to_thread(_fitted, body, request.model, limit, cleared)
     else:
         content = _encoded(body)
-    return Prepared(body, names, extra_headers(request, settings), content)
+    return Prepared(body, names, extra_headers(request, settings, body), content)
 
 
-def _fitted(body: dict[str, Any], model: str, limit: InputLimit) -> tuple[dict[str, Any], bytes | None]:
+def _fitted(
+    body: dict[str, Any], model: str, limit: InputLimit, cleared: ClearedResults | None
+) -> tuple[dict[str, Any], bytes | None]:
     """The body fitted, and its bytes: encoded once, their length the fit's first bound, and sent as
     they are unless the fit cleared something (rfcs/0005, "The request path of a long session")."""
     content = _encoded(body)
-    fitted = fit_request(body, model, limit, None if content is None else len(content))
+    fitted = fit_request(body, model, limit, None if content is None else len(content), cleared)
     return fitted, content if fitted is body else _encoded(fitted)
 
 

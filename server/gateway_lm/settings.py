@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -20,6 +21,7 @@ from .gateway.headers import header_value_problem
 from .offer.effort import Effort
 from .offer.speed import Speed
 from .offer.virtual import valid_virtual_models
+from .request.cache import CacheMode
 from .request.options import (
     PRIVACY_OPTIONS,
     ModelOptions,
@@ -95,6 +97,10 @@ def _log_level(value: str) -> str:
     return value
 
 
+def _caching(value: object) -> object:
+    return "auto" if value == "default" else value
+
+
 def _few_tags(value: list[str]) -> list[str]:
     # A validator, not max_length: that would type the setting as 21 tuple types in contract.ts.
     if len(value) > MAX_TAGS:
@@ -134,12 +140,14 @@ class Settings(BaseModel):
     maxRequestCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
     maxDailyCost: Annotated[float, Field(ge=0, le=MAX_COST_SETTING)] | None = None
     usageRetentionDays: Annotated[int, Field(ge=1, le=3650)] = 90
-    # Routing and attribution: `providerOptions.gateway` fields; "default" sends nothing.
+    # Routing and attribution: `providerOptions.gateway` fields, "default" sends nothing; and caching.
     gatewaySort: Literal["default", "cost", "tps", "ttft"] = "default"
     zeroDataRetention: bool = False
     disallowPromptTraining: bool = False
     serviceTier: Literal["default", "flex", "priority"] = "default"
-    caching: Literal["default", "auto"] = "default"
+    # The prompt cache (rfcs/0011): "auto" places the breakpoints; "default", an older version's
+    # value, meant the provider's own caching and now reads as the new default.
+    caching: Annotated[CacheMode, BeforeValidator(_caching)] = "auto"
     attributionUser: Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)] | None = None
     attributionTags: Annotated[
         list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)]], AfterValidator(_few_tags)

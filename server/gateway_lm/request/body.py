@@ -2,8 +2,9 @@
 request carries, decided here in the order each is written, a later step over an earlier one
 (rfcs/0007-network-and-options.md):
 
-1. the settings' own fields: the output limit, and `providerOptions.gateway`'s routing, privacy,
-   service tier, caching and attribution (a setting left at its default sends nothing);
+1. the settings' own fields: the output limit; `providerOptions.gateway`'s routing, privacy,
+   service tier and attribution (a setting left at its default sends nothing); the prompt cache's
+   top-level `caching`, `cache_anchor_items` and `prompt_cache_key` (cache.py, rfcs/0011);
 2. the `vercelAiGateway.modelOptions` patterns that match the model (application-scoped: a
    workspace cannot set them), then a `vscode.lm` caller's `modelOptions`: extra body first, the
    named options over it;
@@ -12,11 +13,15 @@ request carries, decided here in the order each is written, a later step over an
    caller's over the settings';
 5. the speed, "fast" only for a model with a fast tier (offer/speed.py): the chat input's menu over
    the model's options;
-6. the encrypted reasoning asked back, decided last (an extra body may have asked for reasoning).
+6. the encrypted reasoning asked back, decided last (an extra body may have asked for reasoning);
+7. `input` moved to the end of the body: every field before it is the same from one request of a
+   conversation to the next, so a request's bytes up to its last item begin the next request's
+   (rfcs/0011, "One prefix, byte for byte").
 
 What the model offers (its levels, its fast tier) comes from its catalogue entry, what the user
 chose in the chat input from the request's `modelConfiguration`; the translation of the messages
-never reaches back into any of it. The headers a model's options add go with the body (`extra_headers`).
+never reaches back into any of it. The headers go with the body (`extra_headers`): the cache key's
+`x-session-affinity`, and the model's options' own over it.
 The context size the user chose is not a field: it is the limit the body is fitted into (fit.py)."""
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..gateway.headers import header_value_problem, with_headers
 from ..messages import ChatRequest
 from ..offer import speed
 from ..offer.catalogue import ModelInfo
 from ..offer.effort import MENU_KEY, Effort, by_rule, decide, level, nearest
 from ..settings import Settings, held_privacy
 from ..toolnames import ToolNameMap
+from .cache import AFFINITY_HEADER, cache_fields
 from .options import apply, for_model, from_caller
 from .translate import conversation
 
@@ -48,8 +55,9 @@ def build_request(
     encrypted reasoning is asked for (the gateway stores nothing with `store: false`), to hand back
     on the next tool turn (reasoning.py); models that do not reason refuse the `include`.
     `unreasoned_as_text`: translate.conversation."""
-    body = conversation(request, names, unreasoned_as_text)
+    body, marked = conversation(request, names, unreasoned_as_text)
     body.update(_from_settings(settings))  # 1
+    body.update(cache_fields(body["input"], marked, body.get("instructions", ""), request.model, settings.caching))
     apply(body, for_model(request.model, settings.modelOptions))  # 2
     caller = from_caller(request.modelOptions)
     apply(body, caller)
@@ -59,12 +67,17 @@ def build_request(
     reasons = model is not None and model.reasoning  # 6
     if reasons or "reasoning" in body or any(i["type"] == "reasoning" for i in body["input"]):
         body["include"] = [ENCRYPTED_REASONING]
+    body["input"] = body.pop("input")  # 7
     return body
 
 
-def extra_headers(request: ChatRequest, settings: Settings) -> dict[str, str]:
-    """The headers the model's options add to the request (the client puts them over its own)."""
-    return for_model(request.model, settings.modelOptions).extraHeaders
+def extra_headers(request: ChatRequest, settings: Settings, body: dict[str, Any] | None = None) -> dict[str, str]:
+    """The headers the request adds to the client's own: `x-session-affinity`, the body's
+    `prompt_cache_key` (the gateway's cache locality across providers, rfcs/0011), then the model's
+    options' `extraHeaders` over it."""
+    key = body.get("prompt_cache_key") if body is not None else None
+    ours = {AFFINITY_HEADER: key} if isinstance(key, str) and key and header_value_problem(key) is None else {}
+    return with_headers(ours, for_model(request.model, settings.modelOptions).extraHeaders)
 
 
 def _from_settings(settings: Settings) -> dict[str, Any]:
@@ -79,7 +92,8 @@ def _from_settings(settings: Settings) -> dict[str, Any]:
 
 def gateway_options(settings: Settings) -> dict[str, Any]:
     """`providerOptions.gateway`: routing, privacy and attribution (names as in @ai-sdk/gateway's
-    GatewayProviderOptions, rfcs/0006-spend.md). A setting left at its default sends nothing."""
+    GatewayProviderOptions, rfcs/0006-spend.md). A setting left at its default sends nothing. Caching
+    is not here: its fields are top-level on `/v1/responses` (cache.py)."""
     chosen: dict[str, Any] = {
         "order": settings.gatewayOrder,
         "only": settings.gatewayOnly,
@@ -88,7 +102,6 @@ def gateway_options(settings: Settings) -> dict[str, Any]:
         "zeroDataRetention": settings.zeroDataRetention,
         "disallowPromptTraining": settings.disallowPromptTraining,
         "serviceTier": None if settings.serviceTier == "default" else settings.serviceTier,
-        "caching": None if settings.caching == "default" else settings.caching,
         "user": settings.attributionUser,
         "tags": settings.attributionTags,
     }

@@ -6,13 +6,19 @@ only from the next turn on. On a model's first agent turn (no factor yet) Copilo
 prompt the model's tokenizer makes too long, and the turn would fail with "Input is too long". Here
 such a request gives up the content of its oldest tool results, oldest first, until it fits, as
 providers' own context editing does; the last round's results, which the model is working from, stay
-(at least the newest two). A request that fits is sent untouched.
+(at least the newest two). A request that fits is sent untouched, but for the results an earlier
+request of its conversation was sent with cleared: those are cleared again, the same way, so that the
+history before the newest clearing is the same bytes as before and stays in the provider's prompt
+cache (rfcs/0011-prompt-cache.md, "One prefix, byte for byte").
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +31,7 @@ TRIM_ABOVE = 0.97  # of the limit: the request estimate is good to about ±3 % (
 TRIM_TO = 0.94  # leaves room for the next tool result before trimming again
 KEEP_NEWEST = 2  # at least: the last round's results (parallel calls give several) are all kept
 CLEARED = "[This tool result was cleared to keep the conversation within the model's context window.]"
+MAX_REMEMBERED = 4096  # cleared results remembered, the least recently cleared out first
 
 
 @dataclass(frozen=True)
@@ -33,9 +40,93 @@ class InputLimit:
     factor: float  # the model's tokens per estimated o200k token (accounting.py)
 
 
-def fit_request(body: dict[str, Any], model: str, limit: InputLimit, size: int | None = None) -> dict[str, Any]:
+class ClearedResults:
+    """The tool results requests were sent with cleared, by call id and a digest of the output (a call
+    id alone may repeat across conversations): the chat service's, for the life of the sidecar. Fits
+    run on worker threads, several chats at once: a lock keeps its two maps in step."""
+
+    def __init__(self, most: int = MAX_REMEMBERED) -> None:
+        self._most = most
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._ids: dict[str, int] = {}  # call id → how many of `_seen` have it: only those are hashed
+
+    def add(self, item: dict[str, Any]) -> None:
+        """`item`, a result as it was before it was cleared (a transcript's result has no call id)."""
+        call_id = item.get("call_id")
+        if item.get("type") != "function_call_output" or not isinstance(call_id, str):
+            return
+        key = (call_id, _digest(item))
+        with self._lock:
+            if key in self._seen:
+                self._seen.move_to_end(key)
+                return
+            self._seen[key] = None
+            self._ids[call_id] = self._ids.get(call_id, 0) + 1
+            while len(self._seen) > self._most:
+                gone, _ = self._seen.popitem(last=False)[0]
+                self._ids[gone] -= 1
+                if not self._ids[gone]:
+                    del self._ids[gone]
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, dict) or item.get("type") != "function_call_output":
+            return False
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or call_id not in self._ids:  # a read of a dict: no lock
+            return False
+        key = (call_id, _digest(item))
+        with self._lock:
+            return key in self._seen
+
+
+def _digest(item: dict[str, Any]) -> str:
+    output = json.dumps(item.get("output"), ensure_ascii=False)
+    return hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def fit_request(
+    body: dict[str, Any],
+    model: str,
+    limit: InputLimit,
+    size: int | None = None,
+    cleared: ClearedResults | None = None,
+) -> dict[str, Any]:
     """`body`, or a copy whose oldest tool results are cleared so that it fits `limit`. `size`: the
-    bytes of the body as it is sent (client.encode_body), when known."""
+    bytes of the body as it is sent (client.encode_body), when known. `cleared`: the results cleared
+    before, cleared again first (whether or not the request needs it), and those cleared now added."""
+    if cleared is not None:
+        again = _cleared_again(body, cleared)
+        size = size if again is body else None
+        body = again
+    fitted = _fit(body, model, limit, size)
+    if cleared is not None and fitted is not body:
+        for item, was in zip(fitted["input"], body["input"], strict=True):
+            if item is not was:
+                cleared.add(was)
+    return fitted
+
+
+def _cleared_again(body: dict[str, Any], cleared: ClearedResults) -> dict[str, Any]:
+    items = body.get("input")
+    if not isinstance(items, list) or not cleared:  # nothing cleared yet: the common case, at once
+        return body
+    protected = max(KEEP_NEWEST, _last_round(items))
+    outputs = [i for i, item in enumerate(items) if _is_tool_result(item)][: -protected or None]
+    again = [index for index in outputs if items[index] in cleared]
+    if not again:
+        return body
+    fitted = list(items)
+    for index in again:
+        cleared.add(items[index])  # still in use: the last to go
+        fitted[index] = _cleared(items[index])
+    return {**body, "input": fitted}
+
+
+def _fit(body: dict[str, Any], model: str, limit: InputLimit, size: int | None) -> dict[str, Any]:
     if not may_pass(body, limit, size):
         return body
     # Counted only as far as it shows whether the request fits: a count a token under the threshold

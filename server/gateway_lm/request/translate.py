@@ -6,7 +6,8 @@ Rules that keep providers from rejecting the request:
 - a result whose call is not in the history is kept as user text, never dropped;
 - Copilot's internal data parts and history thinking text never reach the model; the encrypted
   reasoning that came back with it does, as `reasoning` items, and only to the model that made it
-  (reasoning.py).
+  (reasoning.py). Where its `cache_control` markers were is kept beside the items (`Conversation.marked`,
+  rfcs/0011-prompt-cache.md), never in them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import binascii
 import json
 import logging
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..messages import (
     ROLE_ASSISTANT,
@@ -44,18 +45,27 @@ SUMMARY_USER_MARKERS = (
     "the conversation has grown too large for the context window and must be compacted now",
 )
 _TEXT_DATA_TYPES = ("text/", "application/json")
+# The data part Copilot marks a cache breakpoint with (its data: `ephemeral`), after the part it ends.
+CACHE_MARKER = "cache_control"
 
 Item = dict[str, Any]
 
 
-def conversation(request: ChatRequest, names: ToolNameMap, unreasoned_as_text: bool = False) -> dict[str, Any]:
+class Conversation(NamedTuple):
+    body: dict[str, Any]
+    marked: list[int]  # the indices of `body["input"]` that ended at one of Copilot's cache markers
+
+
+def conversation(request: ChatRequest, names: ToolNameMap, unreasoned_as_text: bool = False) -> Conversation:
     """The conversation as a request body: the model, the history as items, the system prompt as
-    instructions, and the tools. Every per-model field goes over it in body.py.
+    instructions, and the tools (in name order: the same set of tools is the same bytes, whatever
+    order a caller lists them in, rfcs/0011). Every per-model field goes over it in body.py.
     `unreasoned_as_text`: the tool calls of a step whose reasoning the history lost go as text (for a
     model that refuses them otherwise)."""
+    ends: set[int] = set()
     body: dict[str, Any] = {
         "model": request.model,
-        "input": translate_messages(request.messages, names, request.model, unreasoned_as_text),
+        "input": translate_messages(request.messages, names, request.model, unreasoned_as_text, ends),
         "store": False,
         "stream": True,
     }
@@ -69,9 +79,10 @@ def conversation(request: ChatRequest, names: ToolNameMap, unreasoned_as_text: b
         # as text (Anthropic refuses tool calls in a history without their definitions).
         body["input"] = as_transcript(body["input"])
     elif request.tools:
-        body["tools"] = [translate_tool(tool.name, tool.description, tool.inputSchema, names) for tool in request.tools]
+        tools = sorted(request.tools, key=lambda tool: tool.name)
+        body["tools"] = [translate_tool(tool.name, tool.description, tool.inputSchema, names) for tool in tools]
         body["tool_choice"] = "required" if request.toolMode == TOOL_MODE_REQUIRED else "auto"
-    return body
+    return Conversation(body, [index for index, item in enumerate(body["input"]) if id(item) in ends])
 
 
 # How a tool result begins as text in a transcript; fit.py clears such a result as it clears a
@@ -132,11 +143,20 @@ def collect_instructions(messages: list[MessageIn]) -> str:
 
 
 def translate_messages(
-    messages: list[MessageIn], names: ToolNameMap, model: str = "", unreasoned_as_text: bool = False
+    messages: list[MessageIn],
+    names: ToolNameMap,
+    model: str = "",
+    unreasoned_as_text: bool = False,
+    marked: set[int] | None = None,
 ) -> list[Item]:
     """`unreasoned_as_text`: a step (a run of assistant messages: one response) whose calls have no
-    reasoning before them goes as a transcript (rfcs/0002, "A history that lost its reasoning")."""
+    reasoning before them goes as a transcript (rfcs/0002, "A history that lost its reasoning").
+    `marked`: gets the `id` of each item that ends where Copilot put a cache marker: a message's
+    last item for a marker among its parts, a call's output for one inside its result (the items
+    are in the list returned: their ids hold while it does)."""
+    marks: set[int] = set() if marked is None else marked
     results = {part.callId: part for m in messages for part in m.content if isinstance(part, ToolResultIn)}
+    marked_calls = {callId for callId, result in results.items() if any(is_cache_marker(p) for p in result.content)}
     called = {
         part.callId for m in messages if m.role == ROLE_ASSISTANT for part in m.content if isinstance(part, ToolCallIn)
     }
@@ -148,12 +168,29 @@ def translate_messages(
             continue
         if message.role == ROLE_ASSISTANT:
             step.extend(assistant_items(message, results, names, (reasoning.first.get(index, []), reasoning.before)))
+            if marked_calls:
+                outputs = (i for i in step if i["type"] == "function_call_output")
+                marks.update(id(i) for i in outputs if i["call_id"] in marked_calls)
+            if step and any(is_cache_marker(part) for part in message.content):
+                marks.add(id(step[-1]))
             continue
         items.extend(_step(step, unreasoned_as_text))
         step = []
         items.extend(user_items(message, called))
+        if any(is_cache_marker(part) for part in message.content) or any(
+            isinstance(part, ToolResultIn) and part.callId in marked_calls and part.callId not in called
+            for part in message.content
+        ):
+            # a message of tool results alone ends with the step before it: its outputs are there
+            if items:
+                marks.add(id(items[-1]))
     items.extend(_step(step, unreasoned_as_text))
     return items
+
+
+def is_cache_marker(part: Any) -> bool:
+    """Copilot's cache breakpoint: a data part of mime type `cache_control`, which is not content."""
+    return isinstance(part, DataIn) and part.mimeType.lower() == CACHE_MARKER
 
 
 def _step(items: list[Item], unreasoned_as_text: bool) -> list[Item]:
