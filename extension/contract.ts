@@ -155,10 +155,10 @@ export interface SpeedProperty {
   type: 'string';
   title: string;
   description: string;
-  enum: ('standard' | 'fast')[];
+  enum: ('standard' | 'fast' | 'flex' | 'priority' | 'ultrafast')[];
   enumItemLabels: string[];
   enumDescriptions: string[];
-  default: 'standard' | 'fast';
+  default: 'standard' | 'fast' | 'flex' | 'priority' | 'ultrafast';
   group: 'navigation';
 }
 /**
@@ -278,13 +278,19 @@ export interface ChatResult {
   inputLimit: number | null;
   budgetFactor: number | null;
 }
+/**
+ * The terminal response's usage (stream/usage.py): cached and cache-write tokens are input
+ * tokens read from and written to the prompt cache; reasoning tokens are output tokens.
+ */
 export interface UsagePart {
   type: 'usage';
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
   reasoningTokens: number;
+  servedTier: 'default' | 'flex' | 'priority' | 'ultrafast';
 }
 export interface CountParams {
   model: string;
@@ -394,6 +400,7 @@ export interface UsageRecord {
   billed: boolean;
   byok: boolean | null;
   group: string | null;
+  cacheSaved: number | null;
 }
 export interface RpcNotifications {
   'gateway/parts': PartsNotification;

@@ -20,6 +20,7 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= MAX_TOKEN_COUNT;
 const isAmount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
 const isCost = (value: unknown): value is number => isAmount(value) && value <= MAX_USD;
+const isSaving = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && Math.abs(value) <= MAX_USD;
 /** A bounded string: a record is drawn and exported, so a megabyte of model name is not one. */
 const isText = (value: unknown, max: number): value is string => typeof value === 'string' && value.length > 0 && value.length <= max;
 /** A provider group's tag (messages.GroupId): it is drawn in the dashboard and the CSV. */
@@ -36,6 +37,8 @@ export function parseUsageRecord(value: unknown): UsageRecord | undefined {
   if (!(r.cost === null || isCost(r.cost)) || typeof r.billed !== 'boolean' || !(r.byok === null || typeof r.byok === 'boolean')) return undefined;
   // A record from a sidecar before provider groups has none: the default key's.
   if (!(r.group === undefined || r.group === null || isGroup(r.group))) return undefined;
+  // What the cache saved may be negative (writes that have not paid off); one from before it was kept: unknown.
+  if (!(r.cacheSaved === undefined || r.cacheSaved === null || isSaving(r.cacheSaved))) return undefined;
   return {
     id: r.id,
     time: r.time,
@@ -50,6 +53,7 @@ export function parseUsageRecord(value: unknown): UsageRecord | undefined {
     billed: r.billed,
     byok: r.byok,
     group: isGroup(r.group) ? r.group : null,
+    cacheSaved: isSaving(r.cacheSaved) ? r.cacheSaved : null,
   };
 }
 

@@ -399,6 +399,7 @@ def record_at(time: str, cost: float, group: str | None = None) -> Any:
         "billed": True,
         "byok": False,
         "group": group,
+        "cacheSaved": None,
     }
 
 

@@ -25,6 +25,7 @@ from .offer.catalogue import ModelInfo, catalogue, input_budget
 from .offer.contextsize import MENU_KEY as CONTEXT_KEY
 from .offer.contextsize import chosen_tokens
 from .offer.picker import ModelEntry, context_options, picker_entry
+from .offer.speed import preselected
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from .request.fit import InputLimit, fit_request, has_tool_results
 from .request.translate import is_summarisation_turn
@@ -147,7 +148,7 @@ class ChatService:
             model,
             self._budget_factor(model.id),
             self.settings.effort_for(model.id),
-            self.settings.speed_for(model.id),
+            preselected(model, model.id, self.settings.speed_for(model.id), self.settings.serviceTier),
         )
 
     async def _priced(self, model: str, key: str | None) -> ModelInfo | None:

@@ -89,10 +89,10 @@ class ModelEntry(ModelInfo):
 
 
 def picker_entry(
-    model: ModelInfo, factor: float = 1.0, effort: Effort | None = None, fast: speed.Speed | None = None
+    model: ModelInfo, factor: float = 1.0, effort: Effort | None = None, fast: speed.Choice = "standard"
 ) -> ModelEntry:
-    """`effort`, `fast`: the level and the speed the settings ask for this model, which the menus
-    preselect."""
+    """`effort`, `fast`: the level and the speed or tier the settings ask for this model, which the
+    menus preselect (speed.preselected)."""
     return ModelEntry(
         **dict(model),
         tooltip=tooltip(model, factor),

@@ -28,7 +28,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from ..messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, GroupId, ModelId
-from ..stream.usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
+from ..stream.usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_saving, bounded_usd
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS usage (
     cost REAL,
     billed INTEGER NOT NULL,
     byok INTEGER,
-    grp TEXT
+    grp TEXT,
+    cache_saved REAL
 );
 CREATE INDEX IF NOT EXISTS usage_day ON usage (day);
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
@@ -75,6 +76,7 @@ _FIELDS = (
     ("billed", "billed"),
     ("byok", "byok"),
     ("grp", "group"),
+    ("cache_saved", "cacheSaved"),
 )
 _COLUMNS = ", ".join(column for column, _ in _FIELDS)
 _UPSERT = (
@@ -106,6 +108,9 @@ class UsageRecord(TypedDict):
     billed: bool  # True: the gateway's total_cost; False: our estimate from the model's prices
     byok: bool | None
     group: GroupId | None  # the provider group whose key paid (messages.GroupId); None: the default key
+    # USD the prompt cache saved, by list prices (spend/prices.py cache_saved): negative when its writes
+    # cost more than its reads saved; None: unknown (no price, or a record older than the column)
+    cacheSaved: Annotated[float, Field(ge=-MAX_USD, le=MAX_USD)] | None
 
 
 class Every:
@@ -115,17 +120,18 @@ class Every:
 EVERY = Every()
 
 
-def _add_group_column(db: sqlite3.Connection) -> None:
-    """A history written before provider groups has no `grp` column: added, its rows the default
-    key's (NULL), which they were. Two windows may add it at once: the loser's duplicate is fine."""
+def _add_column(db: sqlite3.Connection, column: str, kind: str) -> None:
+    """A history written before a column was added lacks it: added, NULL in its rows. `grp`: before
+    provider groups, its rows the default key's, which they were; `cache_saved`: before the cache's
+    saving was kept, unknown. Two windows may add it at once: the loser's duplicate is fine."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
-    if "grp" in columns:
+    if column in columns:
         return
     try:
-        db.execute("ALTER TABLE usage ADD COLUMN grp TEXT")
+        db.execute(f"ALTER TABLE usage ADD COLUMN {column} {kind}")
     except sqlite3.OperationalError:
         columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
-        if "grp" not in columns:
+        if column not in columns:
             raise
 
 
@@ -210,7 +216,8 @@ class UsageStore:
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.wal = set_journal(self._db, on_network(path))
             self._db.executescript(_SCHEMA)
-            _add_group_column(self._db)
+            _add_column(self._db, "grp", "TEXT")
+            _add_column(self._db, "cache_saved", "REAL")
         except sqlite3.Error:
             self._db.close()
             raise
@@ -310,6 +317,7 @@ def _record(row: tuple[Any, ...]) -> UsageRecord | None:
             "billed": values["billed"] == 1,
             "byok": None if byok not in (0, 1) else byok == 1,
             "group": _group(group),
+            "cacheSaved": bounded_saving(values["cacheSaved"]),
         }
     except ValueError:
         return None
