@@ -157,10 +157,10 @@ export interface SpeedProperty {
   type: 'string';
   title: string;
   description: string;
-  enum: ('standard' | 'fast')[];
+  enum: ('standard' | 'fast' | 'flex' | 'priority' | 'ultrafast')[];
   enumItemLabels: string[];
   enumDescriptions: string[];
-  default: 'standard' | 'fast';
+  default: 'standard' | 'fast' | 'flex' | 'priority' | 'ultrafast';
   group: 'navigation';
 }
 /**
@@ -294,14 +294,20 @@ export interface ChatResult {
   inputLimit: number | null;
   budgetFactor: number | null;
 }
+/**
+ * The terminal response's usage (stream/usage.py): cached and cache-write tokens are input
+ * tokens read from and written to the prompt cache; reasoning tokens are output tokens.
+ */
 export interface UsagePart {
   type: 'usage';
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
   reasoningTokens: number;
   servedModel?: string;
+  servedTier: 'default' | 'flex' | 'priority' | 'ultrafast';
 }
 export interface CountParams {
   model: string;
@@ -413,6 +419,7 @@ export interface UsageRecord {
   byok: boolean | null;
   group: string | null;
   requestedModel: string | null;
+  cacheSaved: number | null;
 }
 export interface RpcNotifications {
   'gateway/parts': PartsNotification;

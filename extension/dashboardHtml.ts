@@ -56,8 +56,9 @@ export function dashboardHtml(sources: PageSources): string {
   <section><h2>Spend per day (USD, UTC days)</h2><div class="chart"><canvas id="spend" aria-label="Spend per day stacked by model"></canvas></div></section>
   <section><h2>Tokens per request</h2><div class="chart"><canvas id="tokens" aria-label="Input and output tokens per request"></canvas></div></section>
   <section class="narrow"><h2>Prompt cache</h2><div class="chart"><canvas id="cache" aria-label="Share of input tokens read from the prompt cache"></canvas></div></section>
+  <section><h2>Saved by the prompt cache per day (USD, UTC days, by list prices)</h2><div class="chart"><canvas id="saved" aria-label="What the prompt cache saved per day"></canvas></div></section>
   <section class="wide"><h2>Most expensive requests</h2>
-    <table id="top"><thead><tr><th>Time (UTC)</th><th>Model</th><th>Provider</th><th>Key</th><th class="num">In</th><th class="num">Out</th><th class="num">Cached</th><th class="num">Cost</th></tr></thead><tbody></tbody></table>
+    <table id="top"><thead><tr><th>Time (UTC)</th><th>Model</th><th>Provider</th><th>Key</th><th class="num">In</th><th class="num">Out</th><th class="num">Cache read</th><th class="num">Cache written</th><th class="num">Cost</th></tr></thead><tbody></tbody></table>
   </section>
 </main>
 <script nonce="${attr(sources.nonce)}" src="${attr(sources.scriptUri)}"></script>

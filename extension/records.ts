@@ -20,6 +20,7 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= MAX_TOKEN_COUNT;
 const isAmount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
 const isCost = (value: unknown): value is number => isAmount(value) && value <= MAX_USD;
+const isSaving = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && Math.abs(value) <= MAX_USD;
 /** A bounded string: a record is drawn and exported, so a megabyte of model name is not one. */
 const isText = (value: unknown, max: number): value is string => typeof value === 'string' && value.length > 0 && value.length <= max;
 /** A provider group's tag (messages.GroupId): it is drawn in the dashboard and the CSV. */
@@ -38,6 +39,8 @@ export function parseUsageRecord(value: unknown): UsageRecord | undefined {
   if (!(r.group === undefined || r.group === null || isGroup(r.group))) return undefined;
   // A record from a sidecar before routing rules has no requested model: the model answered as asked.
   if (!(r.requestedModel === undefined || r.requestedModel === null || isText(r.requestedModel, MAX_MODEL_ID))) return undefined;
+  // What the cache saved may be negative (writes that have not paid off); one from before it was kept: unknown.
+  if (!(r.cacheSaved === undefined || r.cacheSaved === null || isSaving(r.cacheSaved))) return undefined;
   return {
     id: r.id,
     time: r.time,
@@ -53,6 +56,7 @@ export function parseUsageRecord(value: unknown): UsageRecord | undefined {
     byok: r.byok,
     group: isGroup(r.group) ? r.group : null,
     requestedModel: isText(r.requestedModel, MAX_MODEL_ID) ? r.requestedModel : null,
+    cacheSaved: isSaving(r.cacheSaved) ? r.cacheSaved : null,
   };
 }
 

@@ -122,7 +122,7 @@ const EFFORTS: readonly unknown[] = ['default', 'none', 'minimal', 'low', 'mediu
 const PRICE_CATEGORIES: readonly unknown[] = ['low', 'medium', 'high', 'very_high'] satisfies NonNullable<HostPricing['priceCategory']>[];
 const MAX_TIERS = 8; // as the sidecar's catalogue
 
-const SPEEDS: readonly unknown[] = ['standard', 'fast'] satisfies SpeedProperty['enum'];
+const SPEEDS: readonly unknown[] = ['standard', 'fast', 'flex', 'priority', 'ultrafast'] satisfies SpeedProperty['enum'];
 
 /** The model's menus: effort's, speed's and context size's, each one VS Code will render; at least one. */
 function isControls(value: unknown): boolean {

@@ -1,11 +1,12 @@
 // The status bar item: the last request's usage against the model's context window, and its cost;
-// the cost the gateway billed once its lookup lands (gateway/billed), and the credits left.
+// the cost the gateway billed once its lookup lands (gateway/billed), the credits left, and what the
+// prompt cache saved on the request and today (RFC 0006, "What the cache saved").
 import * as vscode from 'vscode';
 import { COMMANDS, STATUS_ITEM_ID } from './config';
-import { MAX_USD, type ModelEntry, type UsagePart } from './contract';
-import { groupLabel } from './shared/dashboardData';
+import type { ModelEntry, UsagePart } from './contract';
+import { groupLabel, isoDay } from './shared/dashboardData';
 import { plain } from './notify';
-import { dollars } from './shared/money';
+import { cacheSaved, dollars, requestCost, savedDollars } from './shared/money';
 import type { UsageRecord } from './contract';
 
 /** Requests whose estimate is remembered until their billed cost replaces it in the session total. */
@@ -18,9 +19,18 @@ interface Shown {
   served: ModelEntry | undefined;
   usage: UsagePart;
   estimate: number | undefined;
+  /** What the prompt cache saved on it by list prices (shared/money.ts cacheSaved); the record's once billed. */
+  saved: number | undefined;
   record: UsageRecord | undefined;
   group: string | undefined;
 }
+
+/** Service tiers as the tooltip names what served a request, and what it is billed at. */
+const SERVED: Record<Exclude<UsagePart['servedTier'], 'default'>, string> = {
+  flex: "flex, billed at the provider's flex rate (the cost shown is the standard price, which bounds it)",
+  priority: "priority, billed at the provider's priority rate (the model list gives no price for it)",
+  ultrafast: "ultrafast, billed at OpenAI's ultrafast rate (the model list gives no price for it)",
+};
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(STATUS_ITEM_ID, vscode.StatusBarAlignment.Right, 100);
@@ -29,6 +39,8 @@ export class StatusBar implements vscode.Disposable {
   private credits: number | null = null;
   private readonly estimates = new Map<string, number>(); // requestId → the estimate in sessionCost
   private readonly early = new Map<string, UsageRecord>(); // billed before its result was shown
+  // What the prompt cache saved today (UTC) on this window's requests: [day, USD].
+  private savedToday: [string, number] = ['', 0];
 
   constructor() {
     this.item.name = 'Vercel AI Gateway usage';
@@ -40,12 +52,14 @@ export class StatusBar implements vscode.Disposable {
    * (usage.servedModel): the request is priced, and its window read, as that model's. */
   show(model: ModelEntry | undefined, usage: UsagePart, requestId?: string, group?: string, served?: ModelEntry): void {
     const answered = served ?? model;
-    const estimate = answered ? requestCost(answered, usage) : undefined;
+    const estimate = answered ? requestCost(answered.pricing, usage) : undefined;
     if (estimate !== undefined) {
       this.sessionCost += estimate;
       if (requestId !== undefined) remember(this.estimates, requestId, estimate);
     }
-    this.shown = { requestId, model, served, usage, estimate, record: undefined, group };
+    const saved = answered ? cacheSaved(answered.pricing, usage) : undefined;
+    if (saved !== undefined) this.addSaved(saved);
+    this.shown = { requestId, model, served, usage, estimate, saved, record: undefined, group };
     const early = requestId === undefined ? undefined : this.early.get(requestId);
     if (!early) return this.render();
     this.early.delete(requestId!);
@@ -62,8 +76,21 @@ export class StatusBar implements vscode.Disposable {
     // The sidecar's cost replaces our price estimate in the session total.
     if (record.cost !== null) this.sessionCost += record.cost - (this.estimates.get(requestId) ?? 0);
     this.estimates.delete(requestId);
-    if (isShown) this.shown!.record = record;
+    if (isShown) {
+      const shown = this.shown!;
+      shown.record = record;
+      // The lookup may count cache writes the stream did not: the record's saving replaces ours.
+      if (record.cacheSaved !== null) {
+        this.addSaved(record.cacheSaved - (shown.saved ?? 0));
+        shown.saved = record.cacheSaved;
+      }
+    }
     this.render(); // the session total changed either way
+  }
+
+  private addSaved(amount: number): void {
+    const today = isoDay(new Date());
+    this.savedToday = [today, (this.savedToday[0] === today ? this.savedToday[1] : 0) + amount];
   }
 
   /** USD left; null hides the line (a key that cannot read credits). */
@@ -73,7 +100,7 @@ export class StatusBar implements vscode.Disposable {
   }
 
   private render(): void {
-    const { model, served, usage, estimate, record, group } = this.shown!;
+    const { model, served, usage, estimate, saved, record, group } = this.shown!;
     const window = (served ?? model)?.contextWindow;
     const share = window ? usage.inputTokens / window : undefined;
     const cost = record?.cost ?? estimate;
@@ -98,8 +125,11 @@ export class StatusBar implements vscode.Disposable {
       `Input: ${usage.inputTokens} tokens (cached ${usage.cachedTokens})`,
       `Output: ${usage.outputTokens} tokens (reasoning ${usage.reasoningTokens})`,
       share === undefined ? '' : `Context window: ${(share * 100).toFixed(1)}% of ${window}`,
+      usage.servedTier === 'default' ? '' : `Service tier: ${SERVED[usage.servedTier]}`,
       cost === undefined ? '' : `${costLabel(record)}: ${approx}${dollars(cost, 'bill')} · this session ${dollars(this.sessionCost, 'bill')}`,
       ...billedLines(record),
+      cacheLine(usage, record, saved),
+      this.savedToday[0] === isoDay(new Date()) ? `Saved by the prompt cache today: ${savedDollars(this.savedToday[1], 'bill')} (this window)` : '',
       this.credits === null ? '' : `Credits: ${dollars(this.credits, 'cents')} left on ${group === undefined ? 'the default key' : groupLabel(group)}`,
     ]
       .filter(Boolean)
@@ -116,30 +146,24 @@ function costLabel(record: UsageRecord | undefined): string {
   return record?.cost != null && record.billed ? 'Billed' : 'Cost';
 }
 
-/** What the gateway told about the request: who served it, and the prompt cache's share. */
+/** What the gateway told about the request: who served it. */
 function billedLines(record: UsageRecord | undefined): string[] {
   if (!record) return [];
   const byok = record.byok === true ? ' (your own key, BYOK)' : '';
-  return [
-    record.provider ? `Provider: ${record.provider}${byok}` : '',
-    `Prompt cache: ${record.cachedTokens} tokens read · ${record.cacheWriteTokens} written`,
-  ];
+  return [record.provider ? `Provider: ${record.provider}${byok}` : ''];
+}
+
+/** The request's prompt cache: tokens read and written (the billed record's once it lands), and
+ * what that saved by list prices. */
+function cacheLine(usage: UsagePart, record: UsageRecord | undefined, saved: number | undefined): string {
+  const [read, written] = record ? [record.cachedTokens, record.cacheWriteTokens] : [usage.cachedTokens, usage.cacheWriteTokens];
+  const worth = saved === undefined ? '' : ` · saved ${savedDollars(saved, 'bill')}`;
+  return `Prompt cache: ${read} tokens read · ${written} written${worth}`;
 }
 
 function remember<T>(map: Map<string, T>, key: string, value: T): void {
   map.set(key, value);
   if (map.size > REMEMBERED) map.delete(map.keys().next().value!);
-}
-
-function requestCost(model: ModelEntry, usage: UsagePart): number | undefined {
-  // The tier the request's input reached, as the gateway bills it (the sidecar's spend/prices.py
-  // in_force): the chosen context size keeps Copilot's input below its tier.
-  const tier = model.pricing.tiers.filter((t) => t.fromInputTokens <= usage.inputTokens).at(-1);
-  const { input, output, cacheRead } = tier ?? model.pricing;
-  if (input === null || output === null) return undefined;
-  const fresh = usage.inputTokens - usage.cachedTokens;
-  const cost = (fresh * input + usage.cachedTokens * (cacheRead ?? input) + usage.outputTokens * output) / 1_000_000;
-  return cost <= MAX_USD ? cost : undefined; // past it, no cost: as the sidecar's record (usage.bounded_usd)
 }
 
 function short(n: number): string {

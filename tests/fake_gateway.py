@@ -252,6 +252,44 @@ SPEED_MODELS = [
     },
 ]
 
+# Listed too under a base URL with `/efforts/` in its path, and in the UI run's list (FAKE_GATEWAY_TIERED):
+# models whose provider takes the service tiers (offer/speed.py; the gateway's service-tiers page), by
+# model id answered with the tier that served them (serve_tiers): one OpenAI model that also takes
+# ultrafast, served at the tier asked; and a Google one whose provider serves standard whatever it is asked.
+# Priced so that neither trips the UI run's spend limit nor undercuts Fake Tools as the small-task model.
+TIER_MODELS = [
+    {
+        "id": "openai/gpt-6-astra",
+        "name": "Fake Tiers (GPT-6 Astra)",
+        "type": "language",
+        "owned_by": "openai",
+        "context_window": 400000,
+        "max_tokens": 16384,
+        "tags": ["tool-use"],
+        "pricing": {"input": "0.0000015", "output": "0.000003", "input_cache_read": "0.00000015"},
+    },
+    {
+        "id": "google/fake-busy",
+        "name": "Fake Busy (Google)",
+        "type": "language",
+        "owned_by": "google",
+        "context_window": 200000,
+        "max_tokens": 8192,
+        "tags": ["tool-use"],
+        "pricing": {"input": "0.000002", "output": "0.000004"},
+    },
+]
+TIER_SERVED_DEFAULT = "google/fake-busy"  # asked for any tier, serves the standard one
+# What a `cached` scenario reports: a request that read 600 of its 1,000 input tokens from the prompt
+# cache and wrote 300 more, as the gateway's Responses usage says it (tests/fixtures/vercel-ai).
+CACHED_USAGE = {
+    "input_tokens": 1000,
+    "output_tokens": 100,
+    "total_tokens": 1100,
+    "input_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 300},
+    "output_tokens_details": {"reasoning_tokens": 0},
+}
+
 # The UI run's model with a fast tier (FAKE_GATEWAY_TIERED, step 'speed-menu'): Fake Speedy, priced so
 # that neither tier trips that run's spend limit nor undercuts Fake Tools as the small-task model.
 SPEED_UI_MODELS = [
@@ -576,7 +614,7 @@ class Handler(BaseHTTPRequestHandler):
             elif "/tiers/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, TIERED_MODEL]})
             elif "/efforts/" in self.path:
-                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, *SPEED_MODELS]})
+                self._json(200, {"object": "list", "data": [*MODELS, *EFFORT_MODELS, *SPEED_MODELS, *TIER_MODELS]})
             elif "/cache/" in self.path:
                 self._json(200, {"object": "list", "data": [*MODELS, *fake_cache.CACHE_MODELS]})
             elif "/agents/" in self.path:  # and the multi-turn reasoning agent (fake_reasoning.py)
@@ -585,7 +623,9 @@ class Handler(BaseHTTPRequestHandler):
             elif os.environ.get("FAKE_GATEWAY_OVERFLOW_AGENT"):  # issue 36 §1's model (fake_agent.py)
                 markup = [MARKUP_MODEL, MARKUP_ID_MODEL] if self.server.gateway.markup else []
                 tiered = (
-                    [TIERED_MODEL, *SPEED_UI_MODELS, *RULE_MODELS] if os.environ.get("FAKE_GATEWAY_TIERED") else []
+                    [TIERED_MODEL, *SPEED_UI_MODELS, *RULE_MODELS, *TIER_MODELS]
+                    if os.environ.get("FAKE_GATEWAY_TIERED")
+                    else []
                 )  # the UI run's
                 self._json(200, {"object": "list", "data": [*MODELS, OVERFLOW_MODEL, *tiered, *markup]})
             else:
@@ -736,6 +776,9 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
     if scenario.startswith("billed"):
         serve_billed(h, scenario, body, entry)
         return
+    if scenario in (model["id"] for model in TIER_MODELS):
+        serve_tiers(h, body, entry, created)
+        return
     if scenario.startswith("replay:"):
         h._start_stream()
         data = (FIXTURES / scenario.removeprefix("replay:")).read_bytes()
@@ -786,6 +829,10 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         reported = round(float(scenario.partition(":")[2]) * count_request(body, str(body.get("model"))))
         usage = {**USAGE, "input_tokens": reported, "total_tokens": reported + 7}
         done = {"type": "response.completed", "response": response_obj("completed", usage=usage)}
+        h._send(entry, [created, *text_events(ANSWER), done])
+        return
+    if scenario == "cached":
+        done = {"type": "response.completed", "response": response_obj("completed", usage=CACHED_USAGE)}
         h._send(entry, [created, *text_events(ANSWER), done])
         return
     if scenario == "huge-event":
@@ -926,6 +973,22 @@ def serve_billed(h: Handler, scenario: str, body: dict[str, Any], entry: dict[st
     h._send(entry, [created, *text_events(ANSWER), done])
     with gateway.lock:
         gateway.generations.add(generation_id, str(body.get("model", "")), scenario)
+
+
+def serve_tiers(h: Handler, body: dict[str, Any], entry: dict[str, Any], created: dict[str, Any]) -> None:
+    """A plain answer that says the service tier that served it, as the gateway does: in
+    `provider_metadata.gateway.serviceTier` only for flex, priority and ultrafast, and OpenAI's
+    `service_tier` always (the service-tiers page; the tier asked, or standard for TIER_SERVED_DEFAULT)."""
+    options = body.get("providerOptions") or {}
+    asked = (options.get("gateway") or {}).get("serviceTier") if isinstance(options, dict) else None
+    if body.get("service_tier") == "ultrafast":
+        asked = "ultrafast"
+    served = asked if asked in ("flex", "priority", "ultrafast") and body.get("model") != TIER_SERVED_DEFAULT else None
+    extra: dict[str, Any] = {"service_tier": served or "default"}
+    if served:
+        extra["provider_metadata"] = {"gateway": {"serviceTier": served}}
+    h._start_stream()
+    h._send(entry, [created, *text_events(ANSWER), completed(**extra)])
 
 
 def serve_agent_read(

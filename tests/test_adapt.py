@@ -302,7 +302,7 @@ def test_usage_part_has_every_field() -> None:
         "input_tokens": 100,
         "output_tokens": 20,
         "total_tokens": 120,
-        "input_tokens_details": {"cached_tokens": 40},
+        "input_tokens_details": {"cached_tokens": 40, "cache_write_tokens": 30},
         "output_tokens_details": {"reasoning_tokens": 8},
     }
     parts = run([{"type": "response.completed", "response": {"id": "r", "usage": usage}}])
@@ -313,10 +313,32 @@ def test_usage_part_has_every_field() -> None:
             "outputTokens": 20,
             "totalTokens": 120,
             "cachedTokens": 40,
+            "cacheWriteTokens": 30,
             "reasoningTokens": 8,
+            "servedTier": "default",
         },
         {"type": "finish", "reason": "stop", "responseId": "r"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("response", "served"),
+    [
+        ({"provider_metadata": {"gateway": {"serviceTier": "priority"}}}, "priority"),
+        ({"providerMetadata": {"gateway": {"serviceTier": "fast"}}}, "priority"),  # the gateway's alias
+        ({"service_tier": "flex"}, "flex"),  # OpenAI's own field
+        ({"service_tier": "ultrafast", "provider_metadata": {"gateway": {"serviceTier": "ultrafast"}}}, "ultrafast"),
+        ({"service_tier": "default"}, "default"),
+        ({}, "default"),  # the gateway names no tier for the standard one
+        ({"service_tier": "<b>warp</b>", "provider_metadata": {"gateway": {"serviceTier": 7}}}, "default"),
+    ],
+)
+def test_the_usage_part_says_the_tier_that_served_the_response(response: dict[str, Any], served: str) -> None:
+    usage = {"input_tokens": 10, "output_tokens": 2, "input_tokens_details": {"cache_write_tokens": 99}}
+    parts = run([{"type": "response.completed", "response": {"id": "r", "usage": usage, **response}}])
+    assert parts[0]["type"] == "usage"
+    assert parts[0]["servedTier"] == served
+    assert parts[0]["cacheWriteTokens"] == 10, "writes are input tokens: at most all of them"
 
 
 def test_events_after_the_terminal_event_are_ignored() -> None:

@@ -34,6 +34,7 @@ def record(key: str, time: str, cost: float | None = 0.001, billed: bool = True,
         "byok": False,
         "group": group,
         "requestedModel": None,
+        "cacheSaved": 0.0005,
     }
 
 
@@ -110,6 +111,30 @@ def test_a_damaged_row_is_skipped_and_numbers_stay_finite(tmp_path: Path) -> Non
     assert sorted(r["id"] for r in records) == ["good", "inf"]
     assert next(r for r in records if r["id"] == "inf")["cost"] is None
     assert store.day_total() == 0.001 + 0.1 + 0.1, "the unreadable rows' costs still count; the infinite one not"
+    assert next(r for r in records if r["id"] == "inf")["cacheSaved"] is None, "no saving kept: unknown"
+    assert next(r for r in records if r["id"] == "good")["cacheSaved"] == 0.0005
+
+
+def test_a_history_from_before_the_cache_saving_gets_its_column(tmp_path: Path) -> None:
+    """A history an older version wrote has no `cache_saved` column: added on open, its rows unknown."""
+    path = tmp_path / DB_NAME
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE usage (key TEXT PRIMARY KEY, id TEXT NOT NULL, time TEXT NOT NULL, day TEXT NOT NULL,"
+        " model TEXT NOT NULL, provider TEXT, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,"
+        " cached_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL,"
+        " cost REAL, billed INTEGER NOT NULL, byok INTEGER, grp TEXT)"
+    )
+    old.execute(
+        "INSERT INTO usage VALUES ('k', 'old', ?, ?, 'fake/text', NULL, 10, 2, 5, 0, 0, 0.002, 1, 0, NULL)",
+        (now(), utc_day()),
+    )
+    old.commit()
+    old.close()
+    store = UsageStore(path, 90)
+    store.put("new", record("new", now()))
+    saved = {r["id"]: r["cacheSaved"] for r in store.records()}
+    assert saved == {"old": None, "new": 0.0005}
 
 
 def test_an_unusable_place_raises_for_the_ledger_to_report(tmp_path: Path) -> None:

@@ -214,7 +214,13 @@ def test_the_guard_and_the_records_price_the_tier_the_input_reaches() -> None:
     long = request_estimate(300_000, pricing, 1000)
     assert short == pytest.approx((100_000 * 3 + 1000 * 15) / 1e6)
     assert long == pytest.approx((300_000 * 6 + 1000 * 22.5) / 1e6)
-    usage = {"inputTokens": 300_000, "cachedTokens": 100_000, "outputTokens": 1000}
+    usage = {
+        "inputTokens": 300_000,
+        "cachedTokens": 100_000,
+        "cacheWriteTokens": 0,
+        "outputTokens": 1000,
+        "servedTier": "default",
+    }
     assert usage_cost(usage, pricing) == pytest.approx((200_000 * 6 + 100_000 * 0.3 + 1000 * 22.5) / 1e6)  # type: ignore[arg-type]
 
 

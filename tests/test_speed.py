@@ -1,10 +1,12 @@
-"""Speed per request (issue 35 §3): the fast-mode menu a model with a fast tier gets in the chat
-input, the speed a request carries to the gateway, and the price the spend guard estimates it at,
-through the real sidecar to the fake gateway (whose `/efforts/` catalogue lists `fake/speedy-fast`
-and `openai/gpt-5-fast`)."""
+"""Speed per request (issue 35 §3, issue 42 §5): the menu a model with a fast tier or service tiers
+gets in the chat input, the speed or tier a request carries to the gateway, the price the spend
+guard estimates it at and the one its record is priced at, through the real sidecar to the fake
+gateway (whose `/efforts/` catalogue lists `fake/speedy-fast` and `openai/gpt-5-fast`, and the
+tiered `openai/gpt-6-astra` and `google/fake-busy`)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -110,5 +112,120 @@ async def test_the_spend_guard_prices_a_fast_request_at_the_fast_tier(gateway: F
         assert data["kind"] == "spend_limit" and data["scope"] == "request"
         assert 0.048 <= data["estimate"] < 0.049
         assert len(gateway.gateway.requests) == 1, "the fast request was not sent"
+    finally:
+        await side.stop()
+
+
+# ---- service tiers (issue 42 §5): the fake's openai/gpt-6-astra serves the tier asked, and says so;
+# google/fake-busy serves the standard tier whatever it is asked.
+
+
+def sent(gateway: FakeServer) -> tuple[Any, Any]:
+    """The last request's `providerOptions.gateway.serviceTier` and top-level `service_tier`."""
+    body = gateway.gateway.requests[-1]["body"]
+    gateway_options = (body.get("providerOptions") or {}).get("gateway") or {}
+    return gateway_options.get("serviceTier"), body.get("service_tier")
+
+
+async def tier_chat(side: Sidecar, gateway: FakeServer, model: str, configuration: Any = None, **extra: Any) -> Any:
+    params: dict[str, Any] = {"requestId": f"t{len(gateway.gateway.requests)}", "model": model, "messages": USER}
+    if configuration is not None:
+        params["modelConfiguration"] = configuration
+    return await side.request("gateway/chat", {**params, **extra})
+
+
+async def test_models_whose_provider_takes_tiers_offer_them_with_what_each_is_billed_at(sidecar: Sidecar) -> None:
+    listed = await schemas(sidecar)
+    astra = listed["openai/gpt-6-astra"]["properties"]["speed"]
+    assert astra["enum"] == ["standard", "flex", "priority", "ultrafast"] and astra["default"] == "standard"
+    assert astra["enumItemLabels"] == ["Standard", "Flex", "Priority", "Ultrafast"]
+    standard, flex, priority, ultrafast = astra["enumDescriptions"]
+    assert "$1.50 in / $3.00 out" in standard
+    assert "provider's flex rate, below the standard price (the model list gives no flex price)" in flex
+    assert "provider's priority rate, above the standard price (the model list gives no priority price)" in priority
+    assert "six times the standard price" in ultrafast and "no ultrafast price" in ultrafast
+    # Google's take flex and priority, not OpenAI's ultrafast; a model with a fast tier gets both kinds.
+    assert listed["google/fake-busy"]["properties"]["speed"]["enum"] == ["standard", "flex", "priority"]
+    assert listed["openai/gpt-5"]["properties"]["speed"]["enum"] == ["standard", "fast", "flex", "priority"]
+    # Other providers' models take none; a fast tier's own entry is no model to tier.
+    assert listed["fake/speedy"]["properties"]["speed"]["enum"] == ["standard", "fast"]
+    assert listed["fake/tools"] is None and "speed" not in listed["openai/gpt-5-fast"]["properties"]
+
+
+async def test_the_tier_chosen_reaches_the_gateway_as_it_takes_it(sidecar: Sidecar, gateway: FakeServer) -> None:
+    await tier_chat(sidecar, gateway, "openai/gpt-6-astra", {"speed": "flex"})
+    assert sent(gateway) == ("flex", None)
+    await tier_chat(sidecar, gateway, "openai/gpt-6-astra", {"speed": "priority"})
+    assert sent(gateway) == ("priority", None)
+    await tier_chat(sidecar, gateway, "openai/gpt-6-astra", {"speed": "ultrafast"})  # only at the top level
+    assert sent(gateway) == (None, "ultrafast")
+    await tier_chat(sidecar, gateway, "openai/gpt-6-astra", {"speed": "standard"})
+    assert sent(gateway) == (None, None)
+    # Never a tier a model does not take.
+    await tier_chat(sidecar, gateway, "google/fake-busy", {"speed": "ultrafast"})
+    assert sent(gateway) == (None, None)
+    await tier_chat(sidecar, gateway, "fake/tools", {"speed": "priority"})
+    assert sent(gateway) == (None, None)
+
+
+async def test_the_tier_setting_is_preselected_and_the_menu_overrides_it(gateway: FakeServer) -> None:
+    side = await started(gateway, {"serviceTier": "flex"})
+    try:
+        listed = await schemas(side)
+        assert listed["openai/gpt-6-astra"]["properties"]["speed"]["default"] == "flex"
+        assert listed["fake/speedy"]["properties"]["speed"]["default"] == "standard"  # takes no tier
+        await tier_chat(side, gateway, "openai/gpt-6-astra")
+        assert sent(gateway) == ("flex", None)
+        await tier_chat(side, gateway, "openai/gpt-6-astra", {"speed": "flex"})  # the menu untouched
+        assert sent(gateway) == ("flex", None)
+        await tier_chat(side, gateway, "openai/gpt-6-astra", {"speed": "standard"})
+        assert sent(gateway) == (None, None), "Standard chosen: the setting's tier is not sent"
+        await tier_chat(side, gateway, "openai/gpt-6-astra", {"speed": "ultrafast"})
+        assert sent(gateway) == (None, "ultrafast"), "never two tiers at once"
+    finally:
+        await side.stop()
+
+
+async def billed_record(side: Sidecar, request_id: str) -> dict[str, Any]:
+    for _ in range(200):
+        for _, params in side.billed:
+            if params["requestId"] == request_id:
+                record: dict[str, Any] = params["record"]
+                return record
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no gateway/billed for {request_id}")
+
+
+async def test_a_request_is_priced_by_the_tier_that_served_it(sidecar: Sidecar, gateway: FakeServer) -> None:
+    # The fake's usage: 42 in (10 cached), 7 out; the busy model lists $2 in, $4 out, no cache price.
+    result = await tier_chat(sidecar, gateway, "google/fake-busy", {"speed": "priority"}, requestId="busy")
+    assert sent(gateway) == ("priority", None) and result["usage"]["servedTier"] == "default"
+    record = await billed_record(sidecar, "busy")
+    assert record["cost"] == pytest.approx((42 * 2 + 7 * 4) / 1e6), "served standard: the standard price"
+    result = await tier_chat(sidecar, gateway, "openai/gpt-6-astra", {"speed": "priority"}, requestId="astra")
+    assert result["usage"]["servedTier"] == "priority"
+    record = await billed_record(sidecar, "astra")
+    assert record["cost"] is None and record["cacheSaved"] is None, "no list price for priority: unknown until billed"
+    result = await tier_chat(sidecar, gateway, "openai/gpt-6-astra", {"speed": "flex"}, requestId="flex")
+    assert result["usage"]["servedTier"] == "flex"
+    record = await billed_record(sidecar, "flex")  # bounded by the standard price: $1.50 in, $0.15 cached, $3 out
+    assert record["cost"] == pytest.approx((32 * 1.5 + 10 * 0.15 + 7 * 3) / 1e6)
+
+
+async def test_the_spend_guard_asks_before_a_tier_without_a_price(gateway: FakeServer) -> None:
+    side = await started(gateway, {"maxRequestCost": 1.0})
+    try:
+        with pytest.raises(JsonRpcException) as refused:
+            await tier_chat(side, gateway, "openai/gpt-6-astra", {"speed": "priority"})
+        assert refused.value.data["kind"] == "spend_limit" and refused.value.data["scope"] == "unpriced"
+        assert refused.value.message == (
+            "The model list gives no price for openai/gpt-6-astra's priority tier, so this request's cost"
+            " cannot be checked against your spend limit of $1.00."
+        )
+        assert gateway.gateway.requests == [], "nothing was sent"
+        await tier_chat(side, gateway, "openai/gpt-6-astra", {"speed": "ultrafast"}, approvedUnpriced=True)
+        assert sent(gateway) == (None, "ultrafast"), "sent as the user approved"
+        await tier_chat(side, gateway, "openai/gpt-6-astra", {"speed": "flex"})  # the standard price bounds it
+        assert sent(gateway) == ("flex", None)
     finally:
         await side.stop()

@@ -400,6 +400,7 @@ def record_at(time: str, cost: float, group: str | None = None) -> Any:
         "byok": False,
         "group": group,
         "requestedModel": None,
+        "cacheSaved": None,
     }
 
 

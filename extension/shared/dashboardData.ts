@@ -75,6 +75,7 @@ const CSV_COLUMNS = [
   'byok',
   'key_group',
   'id',
+  'cache_saved_usd',
 ] as const;
 
 /** RFC 4180: CRLF lines; a field with a comma, quote or line break is quoted, quotes doubled. A
@@ -103,6 +104,7 @@ export function toCsv(records: readonly UsageRecord[]): string {
       r.byok,
       r.group,
       r.id,
+      r.cacheSaved,
     ]
       .map(csvField)
       .join(','),
@@ -144,17 +146,33 @@ export function mostExpensive(records: readonly UsageRecord[], count = 10): Usag
     .slice(0, count);
 }
 
-/** Input tokens read from the prompt cache, written to it, and the rest. */
-export function cacheShare(records: readonly UsageRecord[]): { cached: number; written: number; fresh: number } {
+/** Input tokens read from the prompt cache, written to it, and the rest; and the USD the cache saved
+ * by list prices (RFC 0006, "What the cache saved"; a record that does not know counts nothing). */
+export function cacheShare(records: readonly UsageRecord[]): { cached: number; written: number; fresh: number; saved: number } {
   let cached = 0;
   let written = 0;
   let input = 0;
+  let saved = 0;
   for (const r of records) {
     cached += r.cachedTokens;
     written += r.cacheWriteTokens;
     input += r.inputTokens;
+    saved += r.cacheSaved ?? 0;
   }
-  return { cached, written, fresh: Math.max(0, input - cached - written) };
+  return { cached, written, fresh: Math.max(0, input - cached - written), saved };
+}
+
+/** USD the prompt cache saved per day (UTC), every day of the range drawn (a day without a saving
+ * is 0; a day whose writes cost more than its reads saved is negative). */
+export function savedByDay(records: readonly UsageRecord[], since: string, until: string): { days: string[]; values: number[] } {
+  const days = daysBetween(since, until);
+  const index = new Map(days.map((d, i) => [d, i]));
+  const values = new Array<number>(days.length).fill(0);
+  for (const r of records) {
+    const i = index.get(isoDay(new Date(r.time)));
+    if (i !== undefined && r.cacheSaved !== null) values[i] += r.cacheSaved;
+  }
+  return { days, values };
 }
 
 /** The last `count` requests in time order, for the tokens-per-request chart. */

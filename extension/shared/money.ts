@@ -1,6 +1,8 @@
 // Dollar amounts as the extension and the dashboard's page write them: the one formatter of the
-// TypeScript side (the sidecar's is server/gateway_lm/money.py). In extension/shared/ because the page
-// uses it too.
+// TypeScript side (the sidecar's is server/gateway_lm/money.py), and what a request cost and what the
+// prompt cache saved on it by list prices, by the rules of the sidecar's spend/prices.py. In
+// extension/shared/ because the page uses it too.
+import { MAX_USD, type Pricing, type UsagePart } from '../contract';
 
 /** How exact an amount is shown:
  * - `cents`: a balance or a day's total, always to the cent;
@@ -24,4 +26,56 @@ export function perMillion(price: number): string {
   if (price === 0) return '$0.00';
   if (price < LEAST_PER_MILLION) return `<$${LEAST_PER_MILLION.toFixed(6)}`;
   return `$${price >= 0.1 ? price.toFixed(2) : String(Number(price.toPrecision(2)))}`;
+}
+
+/** Tiers the model list gives no price for (the sidecar's speed.UNPRICED_TIERS): a request they
+ * served has no cost by list prices until the gateway's billed cost arrives. */
+const UNPRICED_TIERS: readonly UsagePart['servedTier'][] = ['priority', 'ultrafast'];
+
+type Prices = { input: number; output: number; cacheRead: number; cacheWrite: number };
+
+/** The list prices a finished request is priced at (spend/prices.py `_list_prices`): the context tier
+ * its input reached, each cache price the input price where the model has none; undefined without an
+ * input or output price, or for a tier the list gives no price. */
+function listPrices(pricing: Pricing, usage: UsagePart): Prices | undefined {
+  if (UNPRICED_TIERS.includes(usage.servedTier)) return undefined;
+  const tier = pricing.tiers.filter((t) => t.fromInputTokens <= usage.inputTokens).at(-1);
+  const { input, output, cacheRead, cacheWrite } = tier ?? pricing;
+  if (input === null || output === null) return undefined;
+  return { input, output, cacheRead: cacheRead ?? input, cacheWrite: cacheWrite ?? input };
+}
+
+/** Input read from the cache, written to it, and the rest (cached and written ⊆ input). */
+function inputSplit(usage: UsagePart): { cached: number; written: number; fresh: number } {
+  const cached = Math.min(usage.cachedTokens, usage.inputTokens);
+  const written = Math.min(usage.cacheWriteTokens, usage.inputTokens - cached);
+  return { cached, written, fresh: usage.inputTokens - cached - written };
+}
+
+/** USD a request cost by list prices (spend/prices.py `usage_cost`): cache reads and writes at their
+ * own prices; undefined without a price, or past MAX_USD (as the sidecar's record). */
+export function requestCost(pricing: Pricing, usage: UsagePart): number | undefined {
+  const prices = listPrices(pricing, usage);
+  if (!prices) return undefined;
+  const { cached, written, fresh } = inputSplit(usage);
+  const input = fresh * prices.input + cached * prices.cacheRead + written * prices.cacheWrite;
+  const cost = (input + usage.outputTokens * prices.output) / 1_000_000;
+  return cost <= MAX_USD ? cost : undefined;
+}
+
+/** USD the prompt cache saved on a request (spend/prices.py `cache_saved`; RFC 0006, "What the cache
+ * saved"): its reads at the input price less at the read price, less its writes' premium over the
+ * input price. Negative when the writes cost more than the reads saved. */
+export function cacheSaved(pricing: Pricing, usage: UsagePart): number | undefined {
+  const prices = listPrices(pricing, usage);
+  if (!prices) return undefined;
+  const { cached, written } = inputSplit(usage);
+  const saved = (cached * (prices.input - prices.cacheRead) - written * (prices.cacheWrite - prices.input)) / 1_000_000;
+  return Math.abs(saved) <= MAX_USD ? saved : undefined;
+}
+
+/** A saving as the tooltip and the dashboard write it: a negative one (writes that have not paid off
+ * yet) with its sign before the dollar. */
+export function savedDollars(amount: number, precision: Precision = 'request'): string {
+  return amount < 0 ? `-${dollars(-amount, precision)}` : dollars(amount, precision);
 }

@@ -9,12 +9,13 @@ import {
   isoDay,
   latestRequests,
   mostExpensive,
+  savedByDay,
   spendByDay,
   type FromWebview,
   type Range,
   type ToWebview,
 } from '../shared/dashboardData';
-import { dollars } from '../shared/money';
+import { dollars, savedDollars } from '../shared/money';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, DoughnutController, ArcElement, Legend, Tooltip);
 
@@ -45,6 +46,8 @@ function css(name: string, fallback: string): string {
 const seriesColor = (i: number) => css(`--vscode-charts-${PALETTE[i % PALETTE.length]}`, '#888');
 /** Four places below a dollar: most single requests cost a fraction of a cent. */
 const money = (usd: number) => dollars(usd, 'bill');
+/** A saving: negative where the cache's writes cost more than its reads saved. */
+const saving = (usd: number) => savedDollars(usd, 'bill');
 
 function ask(): void {
   const state: State = { preset: preset.value, from: from.value, until: until.value };
@@ -66,7 +69,7 @@ function draw(data: Data): void {
   Chart.defaults.color = text;
   Chart.defaults.borderColor = grid;
   Chart.defaults.font.family = css('--vscode-font-family', 'sans-serif');
-  charts.push(spendChart(data), tokensChart(data.records), cacheChart(data.records));
+  charts.push(spendChart(data), tokensChart(data.records), cacheChart(data.records), savedChart(data));
   fillTable(data.records);
   summary.textContent = describe(data);
   summary.classList.toggle('error', data.problem !== null);
@@ -92,15 +95,34 @@ function tokensChart(records: readonly UsageRecord[]): Chart {
     type: 'bar',
     data: {
       labels: latest.map((r) => r.time.slice(5, 16).replace('T', ' ')),
+      // Each request's input stacked as the prompt cache saw it (read, written, neither), beside its output.
       datasets: [
-        { label: 'Input tokens', data: latest.map((r) => r.inputTokens), backgroundColor: seriesColor(0) },
-        { label: 'Output tokens', data: latest.map((r) => r.outputTokens), backgroundColor: seriesColor(1) },
+        { label: 'Input read from cache', data: latest.map((r) => r.cachedTokens), backgroundColor: seriesColor(2), stack: 'input' },
+        { label: 'Input written to cache', data: latest.map((r) => r.cacheWriteTokens), backgroundColor: seriesColor(5), stack: 'input' },
+        {
+          label: 'Input not cached',
+          data: latest.map((r) => Math.max(0, r.inputTokens - r.cachedTokens - r.cacheWriteTokens)),
+          backgroundColor: seriesColor(0),
+          stack: 'input',
+        },
+        { label: 'Output tokens', data: latest.map((r) => r.outputTokens), backgroundColor: seriesColor(1), stack: 'output' },
       ],
     },
     options: {
       animation: false,
       maintainAspectRatio: false,
-      plugins: { tooltip: { callbacks: { title: (items) => latest[items[0].dataIndex]?.model ?? '' } } },
+      scales: { x: { stacked: true }, y: { stacked: true } },
+      plugins: {
+        tooltip: {
+          callbacks: {
+            title: (items) => latest[items[0].dataIndex]?.model ?? '',
+            footer: (items) => {
+              const saved = latest[items[0].dataIndex]?.cacheSaved;
+              return saved == null ? '' : `Saved by the cache: ${saving(saved)}`;
+            },
+          },
+        },
+      },
     },
   });
 }
@@ -119,6 +141,20 @@ function cacheChart(records: readonly UsageRecord[]): Chart {
   });
 }
 
+function savedChart(data: Data): Chart {
+  const { days, values } = savedByDay(data.records, data.since, data.until);
+  return new Chart(element<HTMLCanvasElement>('saved'), {
+    type: 'bar',
+    data: { labels: days, datasets: [{ label: 'Saved by the prompt cache', data: values, backgroundColor: seriesColor(2) }] },
+    options: {
+      animation: false,
+      maintainAspectRatio: false,
+      scales: { y: { ticks: { callback: (v) => `$${v}` } } },
+      plugins: { tooltip: { callbacks: { label: (c) => `Saved: ${saving(c.parsed.y ?? 0)}` } } },
+    },
+  });
+}
+
 function fillTable(records: readonly UsageRecord[]): void {
   const body = document.querySelector<HTMLTableSectionElement>('#top tbody')!;
   body.replaceChildren(
@@ -134,6 +170,7 @@ function fillTable(records: readonly UsageRecord[]): void {
         [String(r.inputTokens), true],
         [String(r.outputTokens), true],
         [String(r.cachedTokens), true],
+        [String(r.cacheWriteTokens), true],
         [cost, true],
       ] as const) {
         const cell = row.insertCell();
@@ -151,7 +188,8 @@ function describe(data: Data): string {
   const cut = data.truncated ? ` Only the first ${data.records.length} requests of the range are shown.` : '';
   const today = data.dayTotal === null ? 'unknown' : money(data.dayTotal);
   const problem = data.problem ? ` The usage history cannot be used now: ${data.problem}; requests since then are kept in memory and shown.` : '';
-  return `${data.since} to ${data.until}: ${data.records.length} requests, ${money(total)}${estimated}. Today (UTC): ${today}.${cut}${problem}`;
+  const saved = ` The prompt cache saved ${saving(cacheShare(data.records).saved)} by list prices.`;
+  return `${data.since} to ${data.until}: ${data.records.length} requests, ${money(total)}${estimated}.${saved} Today (UTC): ${today}.${cut}${problem}`;
 }
 
 window.addEventListener('message', (event: MessageEvent<ToWebview>) => {

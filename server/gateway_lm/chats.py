@@ -31,6 +31,7 @@ from .offer.metrics import QUERY as METRICS_QUERY
 from .offer.metrics import ModelMetrics, metrics_from
 from .offer.picker import ModelEntry, context_options, picker_entry
 from .offer.virtual import MAX_VIRTUAL_BODY, VIRTUAL_READ_TIMEOUT, virtual_model
+from .offer.speed import preselected
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from .request.fit import ClearedResults, InputLimit, fit_request, has_tool_results
 from .request.translate import is_summarisation_turn
@@ -224,7 +225,7 @@ class ChatService:
             model,
             self._budget_factor(model.id),
             self.settings.effort_for(model.id),
-            self.settings.speed_for(model.id),
+            preselected(model, model.id, self.settings.speed_for(model.id), self.settings.serviceTier),
             self.metrics.get(model.id),
         )
 

@@ -252,16 +252,26 @@ class ReasoningItemPart(TypedDict):
     tagged: str  # the encrypted content, tagged with the model and the item (reasoning.tag)
 
 
+ServedTier = Literal["default", "flex", "priority", "ultrafast"]
+"""The service tier that served a request, as the response says it (rfcs/0007, "Speed per request"):
+`default` when it names none (the gateway names only flex, priority and ultrafast)."""
+
+
 class UsagePart(TypedDict):
+    """The terminal response's usage (stream/usage.py): cached and cache-write tokens are input
+    tokens read from and written to the prompt cache; reasoning tokens are output tokens."""
+
     type: Literal["usage"]
     inputTokens: int
     outputTokens: int
     totalTokens: int
     cachedTokens: int
+    cacheWriteTokens: int
     reasoningTokens: int
     # The model that answered, when a team routing rule rewrote the one requested to another listed
     # model (rfcs/0003-rpc-contract.md, "A team's routing rules"); absent when the requested one did.
     servedModel: NotRequired[ModelId]
+    servedTier: ServedTier
 
 
 FinishReason = Literal["stop", "length", "toolCalls", "contentFilter", "refusal"]

@@ -8,8 +8,8 @@ import * as host from './host.mjs';
 import { CHAT_SETTINGS, openMenu, pageState, workbench } from './workbench.mjs';
 
 process.env.FAKE_GATEWAY_OVERFLOW_AGENT = '1'; // lists issue 36's model (tests/fake_agent.py) for 'overflow-turn'
-// Lists Fake Long Context, priced in tiers, for 'pricing-column' and 'context-size', and Fake Speedy,
-// with a fast tier, for 'speed-menu'.
+// Lists Fake Long Context, priced in tiers, for 'pricing-column', 'context-size' and 'cache-saved', Fake
+// Speedy, with a fast tier, for 'speed-menu', and Fake Tiers, an OpenAI model, for 'tier-menu'.
 process.env.FAKE_GATEWAY_TIERED = '1';
 // Answers for the virtual model vmc/team-coder off the list, and says nothing of any other ('virtual-model').
 process.env.FAKE_GATEWAY_VIRTUAL = '1';
@@ -447,6 +447,65 @@ try {
     assert.equal((await lastSent('fake/speedy')).providerOptions?.gateway?.speed, undefined, 'no speed: standard');
   });
 
+  await step('tier-menu', async () => {
+    // An OpenAI model takes the providers' service tiers (issue 42 §5): the Speed menu offers Flex and
+    // Priority (and Ultrafast, which this model takes), each saying what it is billed at, since the model
+    // list gives no price for them; Flex reaches the gateway as providerOptions.gateway.serviceTier, and
+    // the fake answers that flex served it (tests/fake_gateway.py, serve_tiers), which the tooltip says.
+    if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
+    await pickModel('Fake Tiers (GPT-6 Astra)');
+    const tierMenu = () =>
+      page
+        .locator('.action-widget')
+        .filter({ visible: true, has: page.locator('.chat-model-picker-config-option', { hasText: 'Flex' }) })
+        .first();
+    const choose = async (label) => {
+      await openConfigMenu(tierMenu);
+      if (label === 'Flex') {
+        const options = await tierMenu()
+          .locator('.chat-model-picker-config-option')
+          .evaluateAll((rows) => rows.map((row) => row.getAttribute('aria-label') ?? ''));
+        console.log(`ui: the tier menu offers ${JSON.stringify(options)}`);
+        assert.deepEqual(
+          options.map((o) => o.split(',')[0]),
+          ['Standard', 'Flex', 'Priority', 'Ultrafast'],
+          'standard first, then the tiers the model takes',
+        );
+        assert.match(options[0], /\$1\.50 in \/ \$3\.00 out per million tokens/, 'the standard price');
+        assert.match(options[1], /billed at the provider's flex rate, below the standard price/, "flex's words: the list has no price");
+        assert.match(options[2], /billed at the provider's priority rate/);
+        assert.match(options[3], /six times the standard price/);
+        await tierMenu().getByText('Flex', { exact: true }).first().hover(); // its words, in the shot
+        await page.waitForTimeout(1_000); // the menu fades in, the hover after it
+        await page.screenshot({ path: path.join(artifacts, 'ui-tier-menu-open.png') });
+      }
+      await tierMenu().getByText(label, { exact: true }).first().click();
+      await configButtonReads(`Speed: ${label}`);
+      await page.keyboard.press('Escape');
+      await tierMenu().waitFor({ state: 'hidden', timeout: 5_000 });
+    };
+    await configButtonReads('Speed: Standard'); // routing.serviceTier is left at its default here
+    await choose('Flex');
+    await sendAndWait('openai/gpt-6-astra', 'Whenever you can'); // no scenario marker: the model's own answer says its tier
+    const flex = await lastSent('openai/gpt-6-astra');
+    assert.equal(flex.providerOptions?.gateway?.serviceTier, 'flex', 'the flex tier reached the gateway');
+    assert.equal(flex.service_tier, undefined, 'flex is asked through the gateway option only');
+    const status = page.locator('.statusbar-item', { hasText: 'Fake Tiers (GPT-6 Astra)' }).first();
+    await status.waitFor({ timeout: 10_000 });
+    await status.hover();
+    await page
+      .locator('.workbench-hover, .monaco-hover')
+      .filter({ hasText: 'Service tier: flex' })
+      .filter({ visible: true })
+      .first()
+      .waitFor({ timeout: 10_000 });
+    await page.mouse.move(10, 10); // the hover away
+    await choose('Standard');
+    await sendAndWait('openai/gpt-6-astra', 'At the usual tier');
+    const standard = await lastSent('openai/gpt-6-astra');
+    assert.equal(standard.providerOptions?.gateway?.serviceTier, undefined, 'no tier: standard');
+  });
+
   // Issue 22 §3: the user curates the picker. A model left out is not offered, yet stays registered.
   const togglePick = async (name) => {
     if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
@@ -769,12 +828,37 @@ try {
     assert.equal(await dialog.count(), 0, 'the approval carried over: no second dialog');
   });
 
+  await step('cache-saved', async () => {
+    // Issue 42 §4: a request that read 600 of its 1,000 input tokens from the prompt cache and wrote 300
+    // (the fake's `cached` scenario) on Fake Long Context ($3 in, $0.30 read, $3.75 written per million):
+    // the status bar's tooltip shows the reads, the writes and what they saved, and today's saving.
+    if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
+    await pickModel('Fake Long Context');
+    await send('[scenario:cached] Answer from the cache');
+    await responses().last().getByText('Hello from the fake gateway.', { exact: false }).first().waitFor({ timeout: 60_000 });
+    const status = page.locator('.statusbar-item', { hasText: 'Fake Long Context' }).first();
+    await status.waitFor({ timeout: 10_000 });
+    await status.hover();
+    const hover = page.locator('.workbench-hover, .monaco-hover').filter({ hasText: 'Prompt cache:' }).filter({ visible: true }).first();
+    await hover.waitFor({ timeout: 10_000 });
+    const tooltip = await hover.innerText();
+    console.log(`ui: cache-saved: the tooltip reads ${JSON.stringify(tooltip)}`);
+    // 600 × ($3 − $0.30) − 300 × ($3.75 − $3), per million tokens = $0.001395
+    assert.match(tooltip, /Prompt cache: 600 tokens read · 300 written · saved \$0\.001[34]/);
+    assert.match(tooltip, /Saved by the prompt cache today: \$\d/);
+    await page.screenshot({ path: path.join(artifacts, 'ui-cache-saved.png') });
+    await page.mouse.move(10, 10); // the hover away
+  });
+
   await step('usage-dashboard', async () => {
     await runCommand('Vercel AI Gateway: Show Usage');
     const view = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
     await view.locator('canvas').first().waitFor({ timeout: 60_000 });
     await view.locator('table tbody tr').first().waitFor({ timeout: 30_000 });
-    assert.ok((await view.locator('canvas').count()) >= 3, 'spend per day, tokens per request, cache share');
+    assert.ok((await view.locator('canvas').count()) >= 4, 'spend per day, tokens per request, cache share, saved per day');
+    await view.locator('canvas#saved').waitFor({ timeout: 10_000 });
+    // The 'cache-saved' step's request saved something: the summary says the range's total.
+    assert.match(await view.locator('#summary').innerText(), /The prompt cache saved -?\$\d/);
     assert.match(await view.locator('table').first().innerText(), /fake\//, 'the costliest requests are listed by model');
     await page.waitForTimeout(1_000); // chart.js animates in
   });

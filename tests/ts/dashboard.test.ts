@@ -6,7 +6,19 @@ import type * as vscode from 'vscode';
 import * as stub from './vscode-stub';
 import type { Rpc } from '../../extension/sidecar/rpc';
 import type { UsageRecord } from '../../extension/contract';
-import { csvField, MAX_MODELS, OTHER_MODELS, parseRange, rangeParams, spendByDay, toCsv, USAGE_LIMIT } from '../../extension/shared/dashboardData';
+import {
+  cacheShare,
+  csvField,
+  MAX_MODELS,
+  OTHER_MODELS,
+  parseRange,
+  rangeParams,
+  savedByDay,
+  spendByDay,
+  toCsv,
+  USAGE_LIMIT,
+} from '../../extension/shared/dashboardData';
+import { parseUsageRecord } from '../../extension/records';
 import { contentSecurityPolicy, newNonce, dashboardHtml } from '../../extension/dashboardHtml';
 import { Dashboard } from '../../extension/dashboard';
 
@@ -26,6 +38,7 @@ const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
   byok: false,
   group: null,
   requestedModel: null,
+  cacheSaved: null,
   ...fields,
 });
 
@@ -76,20 +89,38 @@ test('CSV: commas, quotes and line breaks are quoted; a model name with a comma 
   assert.equal(csvField(null), '');
   const csv = toCsv([
     record({ model: 'acme/model, large', provider: null, cost: null, byok: null }),
-    record({ id: 'gen_2', model: 'acme/"quoted"', cost: 0.0004, billed: false, group: '3f9a1c2e4b5d' }),
+    record({ id: 'gen_2', model: 'acme/"quoted"', cost: 0.0004, billed: false, group: '3f9a1c2e4b5d', cacheSaved: -0.0002 }),
     // A team routing rule's rewrite: the model that answered, then the one picked (issue 45 §1).
     record({ id: 'gen_3', model: 'acme/small', requestedModel: 'acme/large' }),
   ]);
   const lines = csv.split('\r\n');
   assert.equal(
     lines[0],
-    'time,model,requested_model,provider,input_tokens,output_tokens,cached_tokens,cache_write_tokens,reasoning_tokens,cost_usd,cost_kind,byok,key_group,id',
+    'time,model,requested_model,provider,input_tokens,output_tokens,cached_tokens,cache_write_tokens,reasoning_tokens,cost_usd,cost_kind,byok,key_group,id,cache_saved_usd',
   );
-  assert.equal(lines[1], '2026-11-26T08:00:00Z,"acme/model, large",,,100,10,0,0,0,,,,,gen_1');
-  assert.equal(lines[2], '2026-11-26T08:00:00Z,"acme/""quoted""",,openai,100,10,0,0,0,0.0004,estimated,false,3f9a1c2e4b5d,gen_2');
+  assert.equal(lines[1], '2026-11-26T08:00:00Z,"acme/model, large",,,100,10,0,0,0,,,,,gen_1,');
+  assert.equal(lines[2], '2026-11-26T08:00:00Z,"acme/""quoted""",,openai,100,10,0,0,0,0.0004,estimated,false,3f9a1c2e4b5d,gen_2,-0.0002');
   assert.match(lines[3], /^2026-11-26T08:00:00Z,acme\/small,acme\/large,openai,/);
   assert.equal(lines[4], '', 'ends with a line break');
   assert.equal(lines.length, 5);
+});
+
+test('what the prompt cache saved: per day of the range, in total, and a record before it was kept counts nothing (issue 42 §4)', () => {
+  const records = [
+    record({ time: '2026-11-24T10:00:00Z', cachedTokens: 80, cacheWriteTokens: 10, cacheSaved: 0.5 }),
+    record({ time: '2026-11-26T10:00:00Z', cachedTokens: 0, cacheWriteTokens: 90, cacheSaved: -0.25 }), // writes not paid off yet
+    record({ time: '2026-11-26T11:00:00Z', cachedTokens: 60, cacheWriteTokens: 0, cacheSaved: 0.125 }),
+    record({ time: '2026-11-26T12:00:00Z', cacheSaved: null }),
+  ];
+  assert.deepEqual(savedByDay(records, '2026-11-24', '2026-11-26'), { days: ['2026-11-24', '2026-11-25', '2026-11-26'], values: [0.5, 0, -0.125] });
+  assert.deepEqual(cacheShare(records), { cached: 140, written: 100, fresh: 160, saved: 0.375 });
+  // The seam: a negative saving is one; an absent one (an older sidecar) unknown; a non-finite one no record.
+  assert.equal(parseUsageRecord({ ...record(), cacheSaved: -0.25 })?.cacheSaved, -0.25);
+  const older: Partial<UsageRecord> = { ...record() };
+  delete older.cacheSaved;
+  assert.equal(parseUsageRecord(older)?.cacheSaved, null);
+  assert.equal(parseUsageRecord({ ...record(), cacheSaved: Number.NaN }), undefined);
+  assert.equal(parseUsageRecord({ ...record(), cacheSaved: '0.1' }), undefined);
 });
 
 test('spend per day: every day of the range, stacked by model, dearest first, the tail as other models', () => {

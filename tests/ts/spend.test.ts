@@ -25,7 +25,16 @@ const sonnet = {
   contextWindow: 200_000,
   pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75, tiers: [] as ModelEntry['pricing']['tiers'] },
 } as ModelEntry;
-const usage: UsagePart = { type: 'usage', inputTokens: 1000, outputTokens: 20, totalTokens: 1020, cachedTokens: 0, reasoningTokens: 0 };
+const usage: UsagePart = {
+  type: 'usage',
+  inputTokens: 1000,
+  outputTokens: 20,
+  totalTokens: 1020,
+  cachedTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+  servedTier: 'default',
+};
 const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
   id: 'gen_1',
   time: '2026-11-26T08:00:00Z',
@@ -41,6 +50,7 @@ const record = (fields: Partial<UsageRecord> = {}): UsageRecord => ({
   byok: false,
   group: null,
   requestedModel: null,
+  cacheSaved: null,
   ...fields,
 });
 const item = () => stub.statusBarItems.at(-1)!;

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as stub from './vscode-stub';
-import type { ModelEntry, UsagePart } from '../../extension/contract';
+import type { ModelEntry, UsagePart, UsageRecord } from '../../extension/contract';
 import { StatusBar } from '../../extension/status';
 
 const sonnet: ModelEntry = {
@@ -30,13 +30,16 @@ const sonnet: ModelEntry = {
   fastTierOf: null,
   metrics: null,
 };
-const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0): UsagePart => ({
+const usage = (inputTokens: number, outputTokens: number, cachedTokens = 0, reasoningTokens = 0, fields: Partial<UsagePart> = {}): UsagePart => ({
   type: 'usage',
   inputTokens,
   outputTokens,
   totalTokens: inputTokens + outputTokens,
   cachedTokens,
+  cacheWriteTokens: 0,
   reasoningTokens,
+  servedTier: 'default',
+  ...fields,
 });
 
 function latestItem(): stub.StatusBarItem {
@@ -57,7 +60,7 @@ test('shows tokens, share of the context window and the request cost; the toolti
   assert.match(item.tooltip!, /Cost: \$0\.0169 · this session \$0\.0169/);
   status.show(sonnet, usage(1000, 20)); // 1,000 × $3 + 20 × $15 per million = $0.0033
   assert.match(latestItem().text, /1\.0K in · 20 out · <1% of context · \$0\.0033$/);
-  assert.match(latestItem().tooltip!, /Cost: \$0\.0033 · this session \$0\.0202$/, 'the session total adds up');
+  assert.match(latestItem().tooltip!, /Cost: \$0\.0033 · this session \$0\.0202(\n|$)/, 'the session total adds up');
 });
 
 test('amber from 75% of the context window, red from 90%', () => {
@@ -109,3 +112,53 @@ test("a team routing rule's rewrite: the tooltip names the model that answered, 
   status.show(sonnet, usage(10_000, 1_000), 'r2');
   assert.doesNotMatch(latestItem().tooltip!, /Answered by/, 'the model picked answered: nothing to say');
 });
+
+test('the tooltip shows the prompt cache: reads and writes at their own prices, what they saved, and today (issue 42 §4)', () => {
+  const status = new StatusBar();
+  // 10,000 in: 6,000 read, 2,000 written, 2,000 fresh; 100 out.
+  status.show(sonnet, usage(10_000, 100, 6_000, 0, { cacheWriteTokens: 2_000 }), 'c1');
+  // 2,000 × $3 + 6,000 × $0.30 + 2,000 × $3.75 + 100 × $15, per million = $0.0168 (not $0.0153, writes at $3)
+  assert.match(latestItem().tooltip!, /Cost: \$0\.0168 · /);
+  // Saved: 6,000 × ($3 − $0.30) − 2,000 × ($3.75 − $3), per million = $0.0147
+  assert.match(latestItem().tooltip!, /Prompt cache: 6000 tokens read · 2000 written · saved \$0\.0147/);
+  assert.match(latestItem().tooltip!, /Saved by the prompt cache today: \$0\.0147 \(this window\)/);
+  // A first request writes more than it reads: a negative saving, and today's total goes down.
+  status.show(sonnet, usage(4_000, 10, 0, 0, { cacheWriteTokens: 4_000 }), 'c2'); // −4,000 × $0.75 = −$0.0030
+  assert.match(latestItem().tooltip!, /Prompt cache: 0 tokens read · 4000 written · saved -\$0\.0030/);
+  assert.match(latestItem().tooltip!, /Saved by the prompt cache today: \$0\.0117 /);
+  // The billed record's counts and saving replace the stream's.
+  status.billed('c2', { ...record('c2'), cachedTokens: 0, cacheWriteTokens: 2_000, cacheSaved: -0.0015 });
+  assert.match(latestItem().tooltip!, /Prompt cache: 0 tokens read · 2000 written · saved -\$0\.0015/);
+  assert.match(latestItem().tooltip!, /Saved by the prompt cache today: \$0\.0132 /);
+});
+
+test('a request served at a tier the model list gives no price for shows no cost until billed (issue 42 §5)', () => {
+  const status = new StatusBar();
+  status.show(sonnet, usage(1000, 10, 0, 0, { servedTier: 'priority' }), 'p1');
+  assert.doesNotMatch(latestItem().text, / · \$/);
+  assert.match(latestItem().tooltip!, /Service tier: priority, billed at the provider's priority rate/);
+  assert.doesNotMatch(latestItem().tooltip!, /Cost:/);
+  status.show(sonnet, usage(1000, 20, 0, 0, { servedTier: 'flex' }), 'f1'); // bounded by the standard price
+  assert.match(latestItem().tooltip!, /Cost: \$0\.0033 · /);
+  assert.match(latestItem().tooltip!, /Service tier: flex/);
+});
+
+function record(id: string): UsageRecord {
+  return {
+    id,
+    time: new Date().toISOString(),
+    model: sonnet.id,
+    provider: 'anthropic',
+    inputTokens: 4_000,
+    outputTokens: 10,
+    cachedTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+    cost: 0.0157,
+    billed: true,
+    byok: false,
+    group: null,
+    requestedModel: null,
+    cacheSaved: null,
+  };
+}

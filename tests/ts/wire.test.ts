@@ -72,7 +72,16 @@ test('thinking falls back per setting when the class is missing at runtime', () 
 });
 
 test('usage becomes the data part Copilot reads', () => {
-  const part = usageDataPart({ type: 'usage', inputTokens: 10, outputTokens: 2, totalTokens: 12, cachedTokens: 4, reasoningTokens: 1 });
+  const part = usageDataPart({
+    type: 'usage',
+    inputTokens: 10,
+    outputTokens: 2,
+    totalTokens: 12,
+    cachedTokens: 4,
+    cacheWriteTokens: 0,
+    reasoningTokens: 1,
+    servedTier: 'default',
+  });
   assert.ok(part instanceof stub.LanguageModelDataPart);
   assert.equal(part.mimeType, 'usage');
   assert.deepEqual(JSON.parse(new TextDecoder().decode(part.data)), {
@@ -83,7 +92,10 @@ test('usage becomes the data part Copilot reads', () => {
     completion_tokens_details: { reasoning_tokens: 1 },
   });
   // In the unit of the window VS Code was given, reasoning tokens too (the harness's bridge reads them).
-  const scaled = usageDataPart({ type: 'usage', inputTokens: 100, outputTokens: 40, totalTokens: 140, cachedTokens: 0, reasoningTokens: 30 }, 2);
+  const scaled = usageDataPart(
+    { type: 'usage', inputTokens: 100, outputTokens: 40, totalTokens: 140, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 30, servedTier: 'default' },
+    2,
+  );
   assert.deepEqual((JSON.parse(new TextDecoder().decode(scaled.data)) as { completion_tokens_details: unknown }).completion_tokens_details, {
     reasoning_tokens: 15,
   });
@@ -92,7 +104,16 @@ test('usage becomes the data part Copilot reads', () => {
 test("a turn's usage is the share of the real limit, in the unit of the window the turn holds (issue 43 §1)", () => {
   // Listed at 120,000 tokens; a 28,600-token limit learned in the turn: requests now fitted to 20,600.
   const going = { finishReason: 'toolCalls', inputLimit: 20_600, budgetFactor: 1 } as const;
-  const usage = { type: 'usage', inputTokens: 18_540, outputTokens: 40, totalTokens: 18_580, cachedTokens: 10_300, reasoningTokens: 0 } as const;
+  const usage = {
+    type: 'usage',
+    inputTokens: 18_540,
+    outputTokens: 40,
+    totalTokens: 18_580,
+    cachedTokens: 10_300,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+    servedTier: 'default',
+  } as const;
   const part = JSON.parse(new TextDecoder().decode(usageDataPart(usage, 1, promptScale(going, 120_000)).data)) as Record<string, unknown>;
   // Copilot compacts at 80 % of the window it holds: 90 % of the real limit reads as 90 % of 120,000.
   assert.equal(part.prompt_tokens, 108_000);

@@ -103,11 +103,11 @@ def picker_entry(
     model: ModelInfo,
     factor: float = 1.0,
     effort: Effort | None = None,
-    fast: speed.Speed | None = None,
+    fast: speed.Choice = "standard",
     metrics: ModelMetrics | None = None,
 ) -> ModelEntry:
-    """`effort`, `fast`: the level and the speed the settings ask for this model, which the menus
-    preselect; `metrics`: what the gateway measured of it, if anything."""
+    """`effort`, `fast`: the level and the speed or tier the settings ask for this model, which the
+    menus preselect (speed.preselected); `metrics`: what the gateway measured of it, if anything."""
     return ModelEntry(
         **dict(model),
         tooltip=tooltip(model, factor, metrics),

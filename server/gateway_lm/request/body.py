@@ -11,8 +11,9 @@ request carries, decided here in the order each is written, a later step over an
 3. the privacy settings that are on, held over whatever an extra body merged in;
 4. the reasoning effort, one the model accepts (offer/effort.py): the chat input's menu over a
    caller's over the settings';
-5. the speed, "fast" only for a model with a fast tier (offer/speed.py): the chat input's menu over
-   the model's options;
+5. the speed or service tier (offer/speed.py), "fast" only for a model with a fast tier, a tier only
+   for a model whose provider takes it: the chat input's menu over the model's options and
+   `routing.serviceTier`;
 6. the encrypted reasoning asked back, decided last (an extra body may have asked for reasoning);
 7. `input` moved to the end of the body: every field before it is the same from one request of a
    conversation to the next, so a request's bytes up to its last item begin the next request's
@@ -144,12 +145,32 @@ def _set_effort(
 
 
 def _set_speed(body: dict[str, Any], request: ChatRequest, settings: Settings, model: ModelInfo | None) -> None:
-    """`providerOptions.gateway.speed`: "fast" when the menu in the chat input or the model's options
-    ask for it and the model has a fast tier (speed.py); an extra body's own speed is left as set."""
-    asked = settings.speed_for(request.model)
-    chosen = speed.decide(model, asked, request.modelConfiguration.get(speed.MENU_KEY), None)
-    if chosen is not None:
-        _gateway_option(body, {"speed": chosen})
+    """The speed or tier the menu in the chat input chose, or the model's options ask (speed.py):
+    "fast" as `providerOptions.gateway.speed`; flex and priority as `providerOptions.gateway.serviceTier`;
+    ultrafast as the top-level `service_tier` (the gateway takes it only there). A choice of a speed or
+    a tier replaces the tier the settings or an extra body set; an extra body's own speed is left as set."""
+    preselect = speed.preselected(model, request.model, settings.speed_for(request.model), settings.serviceTier)
+    chosen = speed.decide(model, request.model, preselect, request.modelConfiguration.get(speed.MENU_KEY))
+    if chosen is None:
+        return
+    body.pop("service_tier", None)
+    gateway = dict((body.get("providerOptions") or {}).get("gateway") or {})
+    gateway.pop("serviceTier", None)
+    if chosen == "fast":
+        gateway["speed"] = "fast"
+    elif chosen in ("flex", "priority"):
+        gateway["serviceTier"] = chosen
+    elif chosen == "ultrafast":
+        body["service_tier"] = "ultrafast"
+    provider_options = {**(body.get("providerOptions") or {})}
+    if gateway:
+        provider_options["gateway"] = gateway
+    else:
+        provider_options.pop("gateway", None)
+    if provider_options:
+        body["providerOptions"] = provider_options
+    else:
+        body.pop("providerOptions", None)
 
 
 def _gateway_option(body: dict[str, Any], fields: dict[str, Any]) -> None:

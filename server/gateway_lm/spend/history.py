@@ -28,7 +28,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from ..messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, GroupId, ModelId
-from ..stream.usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_usd
+from ..stream.usage import MAX_ID, MAX_PROVIDER, MAX_TIME, MAX_TOKEN_COUNT, MAX_USD, bounded_saving, bounded_usd
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS usage (
     billed INTEGER NOT NULL,
     byok INTEGER,
     grp TEXT,
-    requested_model TEXT
+    requested_model TEXT,
+    cache_saved REAL
 );
 CREATE INDEX IF NOT EXISTS usage_day ON usage (day);
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
@@ -77,6 +78,7 @@ _FIELDS = (
     ("byok", "byok"),
     ("grp", "group"),
     ("requested_model", "requestedModel"),
+    ("cache_saved", "cacheSaved"),
 )
 _COLUMNS = ", ".join(column for column, _ in _FIELDS)
 _UPSERT = (
@@ -111,6 +113,9 @@ class UsageRecord(TypedDict):
     # The model the user picked, when a team routing rule had another answer it: `model` is the one
     # that answered, whose prices the cost is in (rfcs/0006-spend.md, "A routing rule's rewrite").
     requestedModel: ModelId | None
+    # USD the prompt cache saved, by list prices (spend/prices.py cache_saved): negative when its writes
+    # cost more than its reads saved; None: unknown (no price, or a record older than the column)
+    cacheSaved: Annotated[float, Field(ge=-MAX_USD, le=MAX_USD)] | None
 
 
 class Every:
@@ -120,20 +125,20 @@ class Every:
 EVERY = Every()
 
 
-def _add_columns(db: sqlite3.Connection) -> None:
-    """A history written before provider groups has no `grp` column, one written before routing rules
-    no `requested_model`: added, NULL in its rows (the default key's; the model requested answered),
-    which they were. Two windows may add one at once: the loser's duplicate is fine."""
-    for column in ("grp", "requested_model"):
+def _add_column(db: sqlite3.Connection, column: str, kind: str) -> None:
+    """A history written before a column was added lacks it: added, NULL in its rows. `grp`: before
+    provider groups, its rows the default key's, which they were; `requested_model`: before routing
+    rules, the model requested answered; `cache_saved`: before the cache's saving was kept, unknown.
+    Two windows may add it at once: the loser's duplicate is fine."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
+    if column in columns:
+        return
+    try:
+        db.execute(f"ALTER TABLE usage ADD COLUMN {column} {kind}")
+    except sqlite3.OperationalError:
         columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
-        if column in columns:
-            continue
-        try:
-            db.execute(f"ALTER TABLE usage ADD COLUMN {column} TEXT")
-        except sqlite3.OperationalError:
-            columns = {row[1] for row in db.execute("PRAGMA table_info(usage)").fetchall()}
-            if column not in columns:
-                raise
+        if column not in columns:
+            raise
 
 
 DRIVE_REMOTE = 4  # GetDriveTypeW: "The drive is a remote (network) drive."
@@ -217,7 +222,9 @@ class UsageStore:
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.wal = set_journal(self._db, on_network(path))
             self._db.executescript(_SCHEMA)
-            _add_columns(self._db)
+            _add_column(self._db, "grp", "TEXT")
+            _add_column(self._db, "requested_model", "TEXT")
+            _add_column(self._db, "cache_saved", "REAL")
         except sqlite3.Error:
             self._db.close()
             raise
@@ -319,6 +326,7 @@ def _record(row: tuple[Any, ...]) -> UsageRecord | None:
             "group": _group(group),
             # a requested model that does not read is no rewrite: the record stands as the model's
             "requestedModel": requested if isinstance(requested, str) and 0 < len(requested) <= MAX_MODEL_ID else None,
+            "cacheSaved": bounded_saving(values["cacheSaved"]),
         }
     except ValueError:
         return None

@@ -26,14 +26,14 @@ from typing_extensions import TypedDict
 from ..gateway.client import GatewayClient
 from ..messages import UsagePart
 from ..offer.catalogue import ModelInfo, Pricing
-from ..offer.speed import sent_pricing
+from ..offer.speed import UNPRICED_TIERS, asked_tier, sent_pricing, tiers
 from ..pipeline import ChatOutcome
 from ..settings import Settings
-from ..stream.usage import MAX_ID, bounded_usd
+from ..stream.usage import MAX_ID, bounded_saving, bounded_usd
 from ..tokens.tokenizer import count_request
 from .history import DB_NAME, EVERY, GUARD_READ_TIMEOUT_S, Every, UsageRecord, UsageStore, utc_day
 from .lookups import Credits, Generation, look_up, read_credits
-from .prices import check, request_estimate, unpriced_refusal, usage_cost
+from .prices import CacheKeys, asks_caching, cache_saved, check, request_estimate, unpriced_refusal, usage_cost
 
 log = logging.getLogger(__name__)
 REOPEN_INTERVAL_S = 10.0  # an unusable history is tried again at most this often
@@ -85,6 +85,7 @@ class Ledger:
         self.problem: str | None = None  # why the history cannot be used now
         self._told: set[str] = set()
         self._unpriced: set[str] = set()  # models a guarded request went out on without a price, once each
+        self.cache_keys = CacheKeys()  # what the guard expects a request to read from the prompt cache
         self._pending: dict[str, UsageRecord] = {}  # records not written yet, by their row's key
         # Per provider group (None: the default key; EVERY: all of them), as last read from the history:
         # (UTC day, total), and today's records written after that read (row key → USD).
@@ -154,14 +155,17 @@ class Ledger:
         pricing = sent_pricing(model, body) if model is not None else Pricing()  # a fast request: its tier's
         max_output = settings.maxOutputTokens or (model.maxOutputTokens if model is not None else 0)
         if request_estimate(0, pricing, max_output) is None:
+            tier = asked_tier(body)
+            unpriced_tier = tier if tier in UNPRICED_TIERS and tiers(model_id) and model is not None else None
             if not approval.unpriced:
-                raise unpriced_refusal(model_id, settings)
+                raise unpriced_refusal(model_id, settings, unpriced_tier)
             if model_id not in self._unpriced:
                 self._unpriced.add(model_id)
                 log.info("%s has no price in the model list: sent as the user approved", model_id)
             return
         tokens = math.ceil(await asyncio.to_thread(count_request, body, model_id) * factor)
-        estimate = request_estimate(tokens, pricing, max_output) or 0.0
+        cached = self.cache_keys.expected_reads(model_id, body, tokens)
+        estimate = request_estimate(tokens, pricing, max_output, cached, asks_caching(body)) or 0.0
         # The day limit holds per key: a group's requests count its own spend only (rfcs/0010).
         spent = await self.spent_today(GUARD_READ_TIMEOUT_S, group) if settings.maxDailyCost is not None else 0.0
         check(estimate, settings, spent, approval.cost, approval.day, self.problem)
@@ -200,21 +204,32 @@ class Ledger:
         """Records the chat's usage at once (the estimate), then its billed cost when the gateway has it."""
         if outcome.usage is None:
             return  # no answer to account for: failed, cancelled, or a gateway that reports no usage
+        if outcome.body is not None:  # the prefix its conversation's next request may read
+            self.cache_keys.answered(model, outcome.body, outcome.usage["inputTokens"])
         try:
             record = estimated(model, outcome.usage, outcome.response_id, known, group)
             from_response = record["id"] if record["id"] == outcome.response_id else None  # not our uuid
-            await self._settle(request_id, record, outcome.generation_id or from_response, api_key)
+            pricing = known.pricing if known is not None else None
+            await self._settle(
+                request_id, record, outcome.generation_id or from_response, api_key, outcome.usage, pricing
+            )
         except Exception as error:  # a background task: nobody else would hear of it
             log.warning("the usage of chat %s was not recorded: %s: %s", request_id, type(error).__name__, error)
 
     async def _settle(
-        self, request_id: str | int, record: UsageRecord, lookup_id: str | None, api_key: str | None
+        self,
+        request_id: str | int,
+        record: UsageRecord,
+        lookup_id: str | None,
+        api_key: str | None,
+        usage: UsagePart | None = None,
+        pricing: Pricing | None = None,
     ) -> None:
         key = uuid.uuid4().hex  # the row's, so the billed record replaces this estimate
         await self._put(key, record)
         generation = await look_up(self._client(), lookup_id, api_key) if lookup_id else None
         if generation is not None:
-            record = billed(record, generation)
+            record = billed(record, generation, usage, pricing)
             await self._put(key, record)
         self._notify({"requestId": request_id, "record": record})
 
@@ -316,6 +331,7 @@ def estimated(
     is its entry), and the one requested when a routing rule served another."""
     now = datetime.datetime.now(datetime.timezone.utc)
     served = usage.get("servedModel")
+    pricing = known.pricing if known is not None else None
     return {
         "id": response_id if response_id and len(response_id) <= MAX_ID else uuid.uuid4().hex,
         "time": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -325,28 +341,38 @@ def estimated(
         "inputTokens": usage["inputTokens"],
         "outputTokens": usage["outputTokens"],
         "cachedTokens": usage["cachedTokens"],
-        "cacheWriteTokens": 0,
+        "cacheWriteTokens": usage["cacheWriteTokens"],
         "reasoningTokens": usage["reasoningTokens"],
         # a cost past the bound is unknown here as in the history: the status bar shows what is kept
-        "cost": bounded_usd(usage_cost(usage, known.pricing if known is not None else None)),
+        "cost": bounded_usd(usage_cost(usage, pricing)),
+        "cacheSaved": bounded_saving(cache_saved(usage, pricing)),
         "billed": False,
         "byok": None,
         "group": group,
     }
 
 
-def billed(record: UsageRecord, generation: Generation) -> UsageRecord:
+def billed(
+    record: UsageRecord, generation: Generation, usage: UsagePart | None = None, pricing: Pricing | None = None
+) -> UsageRecord:
     """The record with what the gateway billed. The stream's token counts stand (they are what the
-    status bar showed); the lookup adds cache writes and fills counts the stream did not give."""
+    status bar showed); the lookup fills counts the stream did not give, and the cache's saving is
+    priced again with them (`usage`, `pricing`: the stream's usage and the model's list prices)."""
+    written = record["cacheWriteTokens"] or generation.cache_write_tokens or 0
+    cached = record["cachedTokens"] or generation.cached_tokens or 0
+    saved = record["cacheSaved"]
+    if usage is not None and (written, cached) != (record["cacheWriteTokens"], record["cachedTokens"]):
+        saved = bounded_saving(cache_saved({**usage, "cachedTokens": cached, "cacheWriteTokens": written}, pricing))
     return {
         **record,
+        "cacheSaved": saved,
         "provider": generation.provider,
         "byok": generation.byok,
         "cost": generation.cost if generation.cost is not None else record["cost"],
         "billed": generation.cost is not None,
         "inputTokens": record["inputTokens"] or generation.input_tokens or 0,
         "outputTokens": record["outputTokens"] or generation.output_tokens or 0,
-        "cachedTokens": record["cachedTokens"] or generation.cached_tokens or 0,
-        "cacheWriteTokens": generation.cache_write_tokens or 0,
+        "cachedTokens": cached,
+        "cacheWriteTokens": written,
         "reasoningTokens": record["reasoningTokens"] or generation.reasoning_tokens or 0,
     }

@@ -22,7 +22,7 @@ from ..reasoning import ReasoningLog
 from ..toolnames import ToolNameMap
 from .items import Event, Key, OutputItems
 from .shown import Shown
-from .usage import generation_id_from, usage_from
+from .usage import generation_id_from, served_tier, usage_from
 
 _REASONING_DELTAS = (
     "response.reasoning.delta",
@@ -254,7 +254,7 @@ class StreamAdapter:
             parts.append(state)
         self.done = True
         self.finish_reason = self._finish_reason(response)
-        self.usage = usage_from(response.get("usage"))
+        self.usage = usage_from(response.get("usage"), served_tier(response))
         if self.usage is not None and self._reported is not None and self._rewritten(self._reported):
             self.usage["servedModel"] = self._reported
         self.generation_id = generation_id_from(response)
