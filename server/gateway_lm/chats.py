@@ -30,8 +30,8 @@ from .offer.contextsize import chosen_tokens
 from .offer.metrics import QUERY as METRICS_QUERY
 from .offer.metrics import ModelMetrics, metrics_from
 from .offer.picker import ModelEntry, context_options, picker_entry
-from .offer.virtual import MAX_VIRTUAL_BODY, VIRTUAL_READ_TIMEOUT, virtual_model
 from .offer.speed import preselected
+from .offer.virtual import MAX_VIRTUAL_BODY, VIRTUAL_READ_TIMEOUT, virtual_model
 from .pipeline import ChatOutcome, Prepared, prepare, stream_prepared
 from .request.fit import ClearedResults, InputLimit, fit_request, has_tool_results
 from .request.translate import is_summarisation_turn
