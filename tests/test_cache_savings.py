@@ -104,7 +104,7 @@ async def test_the_guard_expects_the_conversations_cached_prefix_to_be_read(
         other = {"fake/long": {"extraBody": {"prompt_cache_key": "conversation-2"}}}
         await side.request("gateway/configure", {"settings": {**settings, "modelOptions": other}})
         assert await refused_estimate(side, chat("k4", "calibrate:1", text)) == pytest.approx(first, rel=0.02)
-        uncached = {**settings, "modelOptions": other, "caching": "default"}
+        uncached = {**settings, "modelOptions": other, "caching": "off"}
         await side.request("gateway/configure", {"settings": uncached})
         plain = await refused_estimate(side, chat("k5", "calibrate:1", text))
         assert plain - EXPECTED_OUTPUT == pytest.approx(tokens * IN / 1e6, rel=0.02), "at the input price"
