@@ -80,7 +80,7 @@ function spentElsewhere(storage: string, usd: number): void {
     'now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")',
     'record = {"id": "gen_other", "time": now, "model": "fake/text", "provider": None, "inputTokens": 1,',
     '  "outputTokens": 1, "cachedTokens": 0, "cacheWriteTokens": 0, "reasoningTokens": 0,',
-    '  "cost": float(sys.argv[2]), "billed": True, "byok": None, "group": None}',
+    '  "cost": float(sys.argv[2]), "billed": True, "byok": None, "group": None, "requestedModel": None, "cacheSaved": None}',
     'store = UsageStore(Path(sys.argv[1]) / DB_NAME, 90); store.put("other-window", record); store.close()',
   ].join('\n');
   execFileSync(PYTHON, ['-c', script, storage, String(usd)]);
