@@ -95,6 +95,23 @@ async def test_by_default_every_request_asks_the_gateway_to_cache_with_a_key_per
     assert "ephemeral" not in json.dumps(later["body"])  # a marker is never the model's input
 
 
+async def test_two_chats_of_one_window_have_keys_of_their_own(sidecar: Sidecar, gateway: FakeServer) -> None:
+    # Copilot's global context is the same in every chat of a window; the first request is the chat's.
+    fix = await chat(sidecar, gateway, agent("linux, /work/a", 1), [READ])
+    other = agent("linux, /work/a", 1)
+    other[2] = user(text("Write the docs."))
+    docs = await chat(sidecar, gateway, other, [READ])
+    assert fix["body"]["prompt_cache_key"] != docs["body"]["prompt_cache_key"]
+    # The next turn of the first chat: its new message comes after an answer and moves nothing.
+    turn = [
+        *agent("linux, /work/a", 1),
+        {"role": 2, "name": None, "content": [text("Fixed.")]},
+        user(text("Now test it.")),
+    ]
+    again = await chat(sidecar, gateway, turn, [READ])
+    assert again["body"]["prompt_cache_key"] == fix["body"]["prompt_cache_key"]
+
+
 @pytest.mark.parametrize("sidecar", [{"caching": "off"}], indirect=True)
 async def test_caching_off_sends_no_breakpoints_but_keeps_the_key(sidecar: Sidecar, gateway: FakeServer) -> None:
     entry = await chat(sidecar, gateway, agent("x", 1), [READ])

@@ -24,6 +24,9 @@ AFFINITY_HEADER = "x-session-affinity"
 # The last items are the gateway's own: `caching: "auto"` marks the last message and the one before
 # the last user message, so an anchor there adds nothing (rfcs/0011, "The anchor").
 GATEWAY_MARKS_LAST = 2
+# The opening user messages a key is made of: Copilot's global context, then the conversation's first
+# request.
+FIRST_USER_MESSAGES = 2
 
 
 def cache_fields(
@@ -56,13 +59,18 @@ def anchor_items(items: Sequence[Any], marked: Sequence[int]) -> int | None:
 
 
 def cache_key(model: str, instructions: str, items: Sequence[Any]) -> str:
-    """A conversation's key: the model, the system prompt and the first user message, which every
-    request of the conversation repeats unchanged. Two chats that begin alike (Copilot's first user
-    message is its global context: the workspace, the OS) share it, and share that prefix too, so the
-    key sends them where it is cached; they diverge after it."""
-    first = next((item for item in items if _is_user_message(item)), None)
-    text = _text_of(first) if first is not None else ""
-    named = json.dumps([model, instructions, text], ensure_ascii=False)
+    """A conversation's key: the model, the system prompt and the user messages it opens with (at most
+    FIRST_USER_MESSAGES, before any answer), which every request of the conversation repeats
+    unchanged. Copilot's first user message is its global context (the workspace, the OS, the date),
+    the same in every chat of a window; the second is the user's first request, the conversation's
+    own. A later turn's message comes after an answer, so it never moves the key. Two chats that open
+    alike share the key, and share that prefix too, so the key sends them where it is cached."""
+    opening: list[Any] = []
+    for item in items:
+        if not _is_user_message(item) or len(opening) == FIRST_USER_MESSAGES:
+            break
+        opening.append(item)
+    named = json.dumps([model, instructions, *(_text_of(item) for item in opening)], ensure_ascii=False)
     return hashlib.sha256(named.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_CHARS]
 
 
