@@ -325,6 +325,9 @@ type ChatInformation = vscode.LanguageModelChatInformation &
     /** The picker's hover shows each value on a line of its own (`Object.values`), keyed as Copilot
      * keys its own (by a warning's code): a bare string would be drawn a character per line. */
     warningText?: Record<string, string>;
+    /** Lines the picker's hover shows under the name whatever else it shows (VS Code 1.139 draws the
+     * tooltip only for a model without prices): the gateway's metrics (rfcs/0003, "Model metrics"). */
+    infoText?: Record<string, string>;
     /** Ours, not VS Code's: the tag of the provider group this entry was listed for (VS Code hands the
      * object it was given back to provideLanguageModelChatResponse and provideTokenCount). */
     group?: string;
@@ -372,6 +375,7 @@ function toChatInformation(model: ModelEntry, shown: readonly string[]): ChatInf
     // offered in the picker (rfcs/0003, "The picker the user curates").
     ...(isShown(model.id, shown) ? {} : { isUserSelectable: false }),
     ...(model.warning ? { warningText: { tools: plain(model.warning) }, statusIcon: new vscode.ThemeIcon('warning') } : {}),
+    ...(model.metrics?.summary ? { infoText: { metrics: plain(`${model.metrics.summary} (the gateway's last hour)`) } } : {}),
   };
 }
 

@@ -618,6 +618,15 @@ try {
     await page.keyboard.press('Escape'); // closed: the setting stays as it is
     await pick.waitFor({ state: 'hidden', timeout: 10_000 });
     assert.deepEqual(userSettings()['vercelAiGateway.picker.models'], before, 'nothing written');
+    // The model picker's hover: VS Code draws a priced model's hover from its price fields, without the
+    // tooltip; the metrics are a line of their own there (infoText, rfcs/0003 "Model metrics").
+    const widget = await openPicker('Fake Tools');
+    await widget.getByText('Fake Tools', { exact: true }).first().hover();
+    const info = page.locator('.chat-model-hover-info-text', { hasText: 'First token' }).filter({ visible: true }).first();
+    await info.waitFor({ timeout: 10_000 });
+    assert.ok((await info.innerText()).includes(summary), `the hover's line: ${await info.innerText()}`);
+    await page.screenshot({ path: path.join(artifacts, 'ui-model-metrics-hover.png') });
+    await page.keyboard.press('Escape');
   });
 
   await step('key-from-secret-storage', async () => {

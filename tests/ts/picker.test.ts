@@ -123,3 +123,22 @@ test("VS Code is told the window in the unit of the usage it divides by it: the 
     [160_000, 1000],
   );
 });
+
+test("the gateway's metrics are a line of the picker's hover: VS Code draws infoText whatever else it shows", { timeout: 10_000 }, async () => {
+  // rfcs/0003, "Model metrics": VS Code 1.139 draws a priced model's hover from its price fields and
+  // leaves the tooltip out, so the metrics go where it draws them for every model.
+  const summary = 'First token 0.25 s (p95 0.7 s) · 140 tokens/s · 99.9 % up';
+  const fast = {
+    ...model('a/fast'),
+    metrics: { provider: 'a', providers: 1, firstTokenMs: 250, firstTokenP95Ms: 700, tokensPerSecond: 140, uptimePercent: 99.9, summary },
+  };
+  const { provider } = picker([], () => [fast, model('a/unmeasured')]);
+  const token = new stub.CancellationTokenSource().token as unknown as vscode.CancellationToken;
+  const listed = (await provider.provideLanguageModelChatInformation({ silent: true }, token)) as (vscode.LanguageModelChatInformation & {
+    infoText?: Record<string, string>;
+  })[];
+  assert.deepEqual(
+    listed.map((m) => m.infoText),
+    [{ metrics: `${summary} (the gateway's last hour)` }, undefined],
+  );
+});
