@@ -597,13 +597,29 @@ try {
   await step('model-metrics', async () => {
     if (await page.locator('.action-widget').filter({ visible: true }).count()) await page.keyboard.press('Escape'); // a picker left open
     const before = userSettings()['vercelAiGateway.picker.models'];
-    await runCommand('Choose Gateway Models');
     const pick = page.locator('.quick-input-widget');
     const summary = 'First token 0.25 s (p95 0.7 s) · 140 tokens/s · 99.9 % up';
-    // Any of the catalogue's rows first: the list draws only the rows in view, and by name Fake Tools
-    // is below them; sorted by first token it leads.
-    await pick.locator('.monaco-list-row', { hasText: 'fake/' }).first().waitFor({ timeout: 30_000 });
-    await pick.getByRole('button', { name: 'Sort by first token' }).first().click();
+    const sortButton = pick.getByRole('button', { name: 'Sort by first token' }).first();
+    // The metrics come in the background after the first list (a few seconds after the start); a
+    // list opened before they came has no sort buttons: closed and opened again, for 60 s at most.
+    for (const until = Date.now() + 60_000; ;) {
+      await runCommand('Choose Gateway Models');
+      // Any of the catalogue's rows first: the list draws only the rows in view, and by name Fake Tools
+      // is below them; sorted by first token it leads.
+      await pick.locator('.monaco-list-row', { hasText: 'fake/' }).first().waitFor({ timeout: 30_000 });
+      if (
+        await sortButton.waitFor({ timeout: 5_000 }).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      if (Date.now() > until) throw new Error('Choose Gateway Models never offered sorting by the metrics');
+      console.log('ui: Choose Gateway Models opened before the metrics came; again');
+      await page.keyboard.press('Escape');
+      await pick.waitFor({ state: 'hidden', timeout: 10_000 });
+    }
+    await sortButton.click();
     await pick.locator('.quick-input-title', { hasText: 'by first token' }).waitFor({ timeout: 5_000 });
     // Rows are recycled as the list redraws: their order is their data-index, not the DOM's.
     const labels = await pick.locator('.monaco-list-row').evaluateAll((rows) =>
