@@ -103,7 +103,7 @@ test-e2e: build
 # that host has too (the Thinking Effort menu, the curated picker); screenshots in …/oldest.
 test-e2e-oldest: build
 	AI_GATEWAY_LM_HOST=oldest node tests/e2e/api.mjs
-	AI_GATEWAY_LM_HOST=oldest AI_GATEWAY_LM_UI_STEPS=manage-models,model-picker,effort-menu,effort-sent,speed-menu,curated-picker,curated-picker-restored,groups-update-delete node tests/e2e/ui.mjs
+	AI_GATEWAY_LM_HOST=oldest AI_GATEWAY_LM_UI_STEPS=manage-models,model-picker,effort-menu,effort-sent,speed-menu,tier-menu,curated-picker,curated-picker-restored,groups-update-delete node tests/e2e/ui.mjs
 
 # The linux-x64 platform VSIX (runtime: RUNTIME_linux_x64, else this machine's stand-in) in the real
 # host with no Python the host can find and loopback-only networking (tests/e2e/bundled.mjs). Needs
