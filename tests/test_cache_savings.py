@@ -5,7 +5,6 @@ request whose conversation wrote its prefix to the cache a moment ago."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from pygls.exceptions import JsonRpcException
 from fake_gateway import FakeServer
 from gateway_lm.spend.prices import CACHE_TTL_S, MAX_CACHE_KEYS, CacheKeys
 from sidecar_client import Sidecar
+from test_spend import billed_for
 
 # fake/long below its 200K tier: $3 in, $15 out, $0.30 read from the cache, $3.75 written to it, per
 # million tokens. The `cached` scenario: 1,000 in (600 read, 300 written), 100 out.
@@ -46,22 +46,11 @@ async def sidecar(gateway: FakeServer, tmp_path: Path) -> AsyncIterator[Sidecar]
     await side.stop()
 
 
-async def billed_for(side: Sidecar, request_id: str, timeout: float = 10) -> dict[str, Any]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        for _, params in side.billed:
-            if params["requestId"] == request_id:
-                record: dict[str, Any] = params["record"]
-                return record
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no gateway/billed for {request_id}")
-
-
 async def test_cache_reads_and_writes_are_priced_at_their_rates_and_the_saving_kept(sidecar: Sidecar) -> None:
     result = await sidecar.request("gateway/chat", chat("c1", "cached"))
     usage = result["usage"]
     assert (usage["inputTokens"], usage["cachedTokens"], usage["cacheWriteTokens"]) == (1000, 600, 300)
-    record = await billed_for(sidecar, "c1")  # the fake has no generation for it: the estimate stays
+    _, record = await billed_for(sidecar, "c1")  # the fake has no generation for it: the estimate stays
     assert record["billed"] is False and (record["cachedTokens"], record["cacheWriteTokens"]) == (600, 300)
     # 100 fresh × $3 + 600 read × $0.30 + 300 written × $3.75 + 100 out × $15, not 400 × $3 + 600 × $0.30 + …
     assert record["cost"] == pytest.approx((100 * IN + 600 * READ + 300 * WRITE + 100 * OUT) / 1e6)

@@ -6,7 +6,6 @@ tiered `openai/gpt-6-astra` and `google/fake-busy`)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,6 +14,7 @@ from pygls.exceptions import JsonRpcException
 
 from fake_gateway import FakeServer
 from sidecar_client import Sidecar
+from test_spend import billed_for
 
 USER = [{"role": 1, "content": [{"type": "text", "value": "hi"}]}]
 
@@ -186,29 +186,19 @@ async def test_the_tier_setting_is_preselected_and_the_menu_overrides_it(gateway
         await side.stop()
 
 
-async def billed_record(side: Sidecar, request_id: str) -> dict[str, Any]:
-    for _ in range(200):
-        for _, params in side.billed:
-            if params["requestId"] == request_id:
-                record: dict[str, Any] = params["record"]
-                return record
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no gateway/billed for {request_id}")
-
-
 async def test_a_request_is_priced_by_the_tier_that_served_it(sidecar: Sidecar, gateway: FakeServer) -> None:
     # The fake's usage: 42 in (10 cached), 7 out; the busy model lists $2 in, $4 out, no cache price.
     result = await tier_chat(sidecar, gateway, "google/fake-busy", {"speed": "priority"}, requestId="busy")
     assert sent(gateway) == ("priority", None) and result["usage"]["servedTier"] == "default"
-    record = await billed_record(sidecar, "busy")
+    _, record = await billed_for(sidecar, "busy")
     assert record["cost"] == pytest.approx((42 * 2 + 7 * 4) / 1e6), "served standard: the standard price"
     result = await tier_chat(sidecar, gateway, "openai/gpt-6-astra", {"speed": "priority"}, requestId="astra")
     assert result["usage"]["servedTier"] == "priority"
-    record = await billed_record(sidecar, "astra")
+    _, record = await billed_for(sidecar, "astra")
     assert record["cost"] is None and record["cacheSaved"] is None, "no list price for priority: unknown until billed"
     result = await tier_chat(sidecar, gateway, "openai/gpt-6-astra", {"speed": "flex"}, requestId="flex")
     assert result["usage"]["servedTier"] == "flex"
-    record = await billed_record(sidecar, "flex")  # bounded by the standard price: $1.50 in, $0.15 cached, $3 out
+    _, record = await billed_for(sidecar, "flex")  # bounded by the standard price: $1.50 in, $0.15 cached, $3 out
     assert record["cost"] == pytest.approx((32 * 1.5 + 10 * 0.15 + 7 * 3) / 1e6)
 
 
