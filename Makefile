@@ -143,6 +143,9 @@ screenshots: build
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-commit-message.png docs/small-tasks-commit-message.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-groups.png docs/provider-groups.png
 	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-*-usage-dashboard.png docs/usage-dashboard.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-cache-saved.png docs/cache-saved.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-model-metrics-hover.png docs/model-metrics.png
+	cp $${AI_GATEWAY_LM_ARTIFACTS:-/tmp/ai-gateway-lm-e2e}/newest/ui-tier-menu-open.png docs/service-tiers.png
 
 # `make test` (what .ci/run runs): these steps in this order, each within its own budget in seconds
 # (scripts/within-budget.sh), so a step that hangs is stopped and named ("step test-e2e ran past its
