@@ -182,6 +182,8 @@ async def test_the_tier_setting_is_preselected_and_the_menu_overrides_it(gateway
         assert sent(gateway) == (None, None), "Standard chosen: the setting's tier is not sent"
         await tier_chat(side, gateway, "openai/gpt-6-astra", {"speed": "ultrafast"})
         assert sent(gateway) == (None, "ultrafast"), "never two tiers at once"
+        await tier_chat(side, gateway, "fake/tools")  # its provider takes no tier: the setting's is not sent
+        assert sent(gateway) == (None, None)
     finally:
         await side.stop()
 

@@ -324,12 +324,12 @@ async def test_routing_privacy_and_attribution_reach_the_body(sidecar: Sidecar, 
             "sort": "cost",
             "zeroDataRetention": True,
             "disallowPromptTraining": True,
-            "serviceTier": "flex",
             "user": "dev-1",
             "tags": ["workspace:demo", "team:ai"],
         }
     }
     assert entry["body"]["caching"] == "auto"  # top-level on /v1/responses, not a gateway option (rfcs/0011)
+    # routing.serviceTier goes only to a model whose provider takes tiers (test_speed.py), not fake/…
     assert entry["headers"]["http-referer"] == APP_REFERER and entry["headers"]["x-title"] == APP_TITLE
 
 

@@ -171,9 +171,9 @@ def _prices(pricing: Pricing) -> str:
 
 
 def decide(model: ModelInfo | None, model_id: str, preselect: Choice, chosen: Any) -> Choice | None:
-    """The choice to write into the request, or None when the settings' own fields stand (nothing
-    chosen: the speed of `modelOptions` and the tier of `routing.serviceTier` are already decided by
-    `preselect` and the body's settings). `chosen`: the menu's value from the request's
+    """The choice to write into the request, or None when there is none (standard, nothing chosen);
+    `preselect` is what the settings ask (the speed of `modelOptions`, the tier of
+    `routing.serviceTier` where the model takes it). `chosen`: the menu's value from the request's
     `modelConfiguration`, untrusted; a value equal to what the menu preselects is the settings' own,
     not a choice. A model is never sent what it does not offer: "fast" without a fast tier in the
     catalogue, a tier its provider does not take."""
@@ -185,9 +185,9 @@ def decide(model: ModelInfo | None, model_id: str, preselect: Choice, chosen: An
     if wanted in ("flex", "priority", "ultrafast") and wanted not in tiers(model_id):
         log.debug("%s takes no %s tier: none sent", model_id, wanted)
         return None
-    if wanted == preselect and wanted != "fast":
-        return None  # standard, or the setting's tier, which the body has from routing.serviceTier
-    return wanted
+    if wanted == preselect == "standard":
+        return None  # nothing chosen, nothing to send
+    return wanted  # the setting's tier too: only here is routing.serviceTier sent (body.py)
 
 
 def asked_speed(body: Mapping[str, Any]) -> Speed | None:

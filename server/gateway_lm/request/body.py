@@ -94,7 +94,8 @@ def _from_settings(settings: Settings) -> dict[str, Any]:
 def gateway_options(settings: Settings) -> dict[str, Any]:
     """`providerOptions.gateway`: routing, privacy and attribution (names as in @ai-sdk/gateway's
     GatewayProviderOptions, rfcs/0006-spend.md). A setting left at its default sends nothing. Caching
-    is not here: its fields are top-level on `/v1/responses` (cache.py)."""
+    is not here: its fields are top-level on `/v1/responses` (cache.py); nor is `routing.serviceTier`,
+    sent by _set_speed only to a model whose provider takes tiers (rfcs/0007, "Speed per request")."""
     chosen: dict[str, Any] = {
         "order": settings.gatewayOrder,
         "only": settings.gatewayOnly,
@@ -102,7 +103,6 @@ def gateway_options(settings: Settings) -> dict[str, Any]:
         "sort": None if settings.gatewaySort == "default" else settings.gatewaySort,
         "zeroDataRetention": settings.zeroDataRetention,
         "disallowPromptTraining": settings.disallowPromptTraining,
-        "serviceTier": None if settings.serviceTier == "default" else settings.serviceTier,
         "user": settings.attributionUser,
         "tags": settings.attributionTags,
     }
