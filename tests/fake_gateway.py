@@ -826,8 +826,13 @@ def serve_scenario(h: Handler, scenario: str, body: dict[str, Any], entry: dict[
         # A provider whose tokenizer counts `ratio` times what ours does.
         from gateway_lm.tokens.tokenizer import count_request
 
-        reported = round(float(scenario.partition(":")[2]) * count_request(body, str(body.get("model"))))
+        # `calibrate:RATIO:written`: the whole input written to the prompt cache too, as a
+        # conversation's first request with caching asked (tests/test_cache_savings.py).
+        ratio, _, cache = scenario.partition(":")[2].partition(":")
+        reported = round(float(ratio) * count_request(body, str(body.get("model"))))
         usage = {**USAGE, "input_tokens": reported, "total_tokens": reported + 7}
+        if cache == "written":
+            usage["input_tokens_details"] = {"cached_tokens": 0, "cache_write_tokens": reported}
         done = {"type": "response.completed", "response": response_obj("completed", usage=usage)}
         h._send(entry, [created, *text_events(ANSWER), done])
         return

@@ -80,8 +80,8 @@ async def test_the_guard_expects_the_conversations_cached_prefix_to_be_read(
     side = await started(gateway, settings)
     try:
         # The first request of the conversation: nothing to read yet, its prefix written to the cache.
-        first = await refused_estimate(side, chat("k1", "calibrate:1", text))
-        result = await side.request("gateway/chat", chat("k2", "calibrate:1", text, approvedCost=first))
+        first = await refused_estimate(side, chat("k1", "calibrate:1:written", text))
+        result = await side.request("gateway/chat", chat("k2", "calibrate:1:written", text, approvedCost=first))
         assert result["finishReason"] == "stop"
         assert gateway.gateway.requests[-1]["body"]["prompt_cache_key"] == "conversation-1"
         await billed_for(side, "k2")  # settled: its key is remembered
@@ -98,6 +98,10 @@ async def test_the_guard_expects_the_conversations_cached_prefix_to_be_read(
         plain = await refused_estimate(side, chat("k5", "calibrate:1", text))
         assert plain - EXPECTED_OUTPUT == pytest.approx(tokens * IN / 1e6, rel=0.02), "at the input price"
         assert len(gateway.gateway.requests) == 1, "only the approved request was sent"
+        # That conversation's request answered with nothing read or written (caching off on a provider
+        # that caches only when asked): its next request expects nothing from the cache either.
+        await side.request("gateway/chat", chat("k6", "calibrate:1", text, approvedCost=plain))
+        assert await refused_estimate(side, chat("k7", "calibrate:1", text)) == pytest.approx(plain, rel=0.02)
     finally:
         await side.stop()
 
@@ -117,5 +121,8 @@ def test_the_cache_is_expected_only_within_its_lifetime_and_memory_is_bounded() 
         keys.answered("m", {"prompt_cache_key": f"k{index}"}, 100)
     assert keys.expected_reads("m", {"prompt_cache_key": "k0"}, 100) == 0, "the oldest was forgotten"
     assert keys.expected_reads("m", {"prompt_cache_key": f"k{MAX_CACHE_KEYS}"}, 100) == 100
+    keys.answered("m", body, 5000)
+    keys.answered("m", body, 0)  # its provider cached nothing (caching off, or below its minimum)
+    assert keys.expected_reads("m", body, 8000) == 0, "nothing left in the cache: nothing expected"
     keys.answered("m", {"prompt_cache_key": "x" * 65}, 100)  # longer than the gateway takes: no key
     assert keys.expected_reads("m", {"prompt_cache_key": "x" * 65}, 100) == 0

@@ -205,7 +205,8 @@ class Ledger:
         if outcome.usage is None:
             return  # no answer to account for: failed, cancelled, or a gateway that reports no usage
         if outcome.body is not None:  # the prefix its conversation's next request may read
-            self.cache_keys.answered(model, outcome.body, outcome.usage["inputTokens"])
+            usage = outcome.usage
+            self.cache_keys.answered(model, outcome.body, usage["cachedTokens"] + usage["cacheWriteTokens"])
         try:
             record = estimated(model, outcome.usage, outcome.response_id, known, group)
             from_response = record["id"] if record["id"] == outcome.response_id else None  # not our uuid

@@ -129,27 +129,33 @@ def asks_caching(body: Mapping[str, Any]) -> bool:
 
 class CacheKeys:
     """What the guard expects a request to read from the prompt cache: per model and
-    `prompt_cache_key`, the input tokens of the last answered request and when it was answered (the
-    cache keeps a prefix CACHE_TTL_S after its last use). Bounded: MAX_CACHE_KEYS conversations, the
-    least recently answered forgotten first."""
+    `prompt_cache_key`, the tokens the last answered request left in the cache (what it read plus
+    what it wrote, as its usage says: a provider that cached nothing leaves nothing to expect) and
+    when it was answered (the cache keeps a prefix CACHE_TTL_S after its last use). Bounded:
+    MAX_CACHE_KEYS conversations, the least recently answered forgotten first."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._seen: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
 
-    def answered(self, model: str, body: Mapping[str, Any], input_tokens: int) -> None:
-        """A request of `body` answered with `input_tokens` input tokens."""
+    def answered(self, model: str, body: Mapping[str, Any], cached_tokens: int) -> None:
+        """A request of `body` answered, leaving `cached_tokens` of its input in the cache (read from
+        it or written to it); none forgets the key: the next request is priced as if nothing is."""
         key = cache_key(body)
         if key is None:
             return
-        self._seen[(model, key)] = (self._clock(), max(input_tokens, 0))
+        if cached_tokens <= 0:
+            self._seen.pop((model, key), None)
+            return
+        self._seen[(model, key)] = (self._clock(), cached_tokens)
         self._seen.move_to_end((model, key))
         while len(self._seen) > MAX_CACHE_KEYS:
             self._seen.popitem(last=False)
 
     def expected_reads(self, model: str, body: Mapping[str, Any], input_tokens: int) -> int:
-        """The input tokens of a request of `body` expected from the cache: the earlier request's of
-        its key within CACHE_TTL_S, at most this one's; 0 without a key or such a request."""
+        """The input tokens of a request of `body` expected from the cache: what the earlier request of
+        its key left there within CACHE_TTL_S, at most this one's input; 0 without a key or such a
+        request."""
         key = cache_key(body)
         seen = self._seen.get((model, key)) if key is not None else None
         if seen is None or self._clock() - seen[0] > CACHE_TTL_S:
