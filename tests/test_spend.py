@@ -19,6 +19,7 @@ import fake_spend
 from fake_gateway import FakeServer
 from gateway_lm.gateway.client import APP_REFERER, APP_TITLE
 from gateway_lm.money import usd
+from gateway_lm.pipeline import rewritten_by_rule
 from gateway_lm.spend.history import DB_NAME, UsageStore
 from gateway_lm.spend.prices import EXPECTED_OUTPUT_TOKENS
 from sidecar_client import Sidecar
@@ -503,3 +504,13 @@ async def test_a_fallback_the_user_set_is_no_routing_rule(gateway: FakeServer, t
         assert record["requestedModel"] is None and record["model"] == "fake/rule-rewrite"
     finally:
         await side.stop()
+
+
+def test_a_virtual_model_or_a_fast_tier_answering_is_no_routing_rule() -> None:
+    # A virtual model is always served by the model its configuration names; `<id>` and `<id>-fast`
+    # are one model at two speeds (rfcs/0003-rpc-contract.md, "A team's routing rules").
+    listed = {"anthropic/claude", "anthropic/claude-fast", "openai/gpt", "vmc/team"}
+    assert not rewritten_by_rule("vmc/team", {}, listed)("anthropic/claude")
+    assert not rewritten_by_rule("anthropic/claude", {}, listed)("anthropic/claude-fast")
+    assert not rewritten_by_rule("anthropic/claude-fast", {}, listed)("anthropic/claude")
+    assert rewritten_by_rule("anthropic/claude", {}, listed)("openai/gpt"), "another listed model: a rule's rewrite"

@@ -14,7 +14,8 @@ from typing import Any
 from .gateway.client import GatewayClient, encode_body
 from .gateway.errors import GatewayError
 from .messages import ChatRequest, FinishReason, PartOut, UsagePart
-from .offer.catalogue import ModelInfo
+from .offer.catalogue import FAST_SUFFIX, ModelInfo
+from .offer.virtual import VIRTUAL_PREFIX
 from .request.body import build_request, extra_headers
 from .request.fit import ClearedResults, InputLimit, fit_request, has_tool_results
 from .settings import Settings
@@ -103,12 +104,19 @@ def rewritten_by_rule(model: str, body: dict[str, Any], listed: Container[str]) 
     (rfcs/0003-rpc-contract.md, "A team's routing rules"): a model the list holds, other than the one
     requested and the request's own fallbacks (`providerOptions.gateway.models`, which the user
     asked for). A name the list does not hold is no rewrite: a provider names its own snapshot
-    (OpenAI's streams say `gpt-4o-2024-08-06` for `gpt-4o`)."""
+    (OpenAI's streams say `gpt-4o-2024-08-06` for `gpt-4o`). Nor is a model's fast tier answering
+    as the model, or the model as its fast tier (`<id>-fast`, one model at two speeds), nor any answer
+    to a virtual model (`vmc/<slug>`), which is always served by the model its configuration names."""
+    if model.startswith(VIRTUAL_PREFIX):
+        return lambda reported: False
     options = body.get("providerOptions")
     gateway = options.get("gateway") if isinstance(options, dict) else None
     models = gateway.get("models") if isinstance(gateway, dict) else None
     fallbacks = {m for m in models if isinstance(m, str)} if isinstance(models, list) else set()
-    return lambda reported: reported != model and reported not in fallbacks and reported in listed
+    asked = model.removesuffix(FAST_SUFFIX)
+    return lambda reported: (
+        reported.removesuffix(FAST_SUFFIX) != asked and reported not in fallbacks and reported in listed
+    )
 
 
 async def stream_prepared(
