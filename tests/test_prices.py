@@ -250,20 +250,20 @@ async def test_the_model_list_carries_the_fields_and_the_menu(gateway: FakeServe
 READ = "".join(f"def step_{i}(value: int) -> int:\n    return value * {i}\n" for i in range(2000))  # ~38K tokens
 
 
-def reads(count: int, conversation: str = "") -> list[dict[str, Any]]:
-    """`conversation`: the call ids' prefix. A result cleared once stays cleared in its conversation's
-    later requests (fit.ClearedResults, rfcs/0011), so each choice below is a conversation of its own."""
+def reads(count: int) -> list[dict[str, Any]]:
+    """One conversation, sent below at each context size: a result cleared at 200K stays cleared only
+    at that size (fit.ClearedResults' scope), so the larger sizes get every result back."""
     messages: list[dict[str, Any]] = [{"role": 1, "name": None, "content": [{"type": "text", "value": "Read them."}]}]
     for n in range(count):
         call = {
             "type": "toolCall",
-            "callId": f"{conversation}c{n}",
+            "callId": f"c{n}",
             "name": "read_file",
             "input": {"filePath": f"{n}.py"},
         }
         result = {
             "type": "toolResult",
-            "callId": f"{conversation}c{n}",
+            "callId": f"c{n}",
             "content": [{"type": "text", "value": f"{n}\n{READ}"}],
         }
         messages += [{"role": 2, "name": None, "content": [call]}, {"role": 1, "name": None, "content": [result]}]
@@ -283,7 +283,7 @@ async def test_a_request_is_fitted_into_the_context_size_chosen(gateway: FakeSer
             params: dict[str, Any] = {
                 "requestId": label,
                 "model": "fake/long",
-                "messages": reads(8, label),
+                "messages": reads(8),
                 "tools": tools,
             }
             if chosen is not None:

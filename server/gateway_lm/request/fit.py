@@ -42,21 +42,24 @@ class InputLimit:
 
 class ClearedResults:
     """The tool results requests were sent with cleared, by call id and a digest of the output (a call
-    id alone may repeat across conversations): the chat service's, for the life of the sidecar. Fits
-    run on worker threads, several chats at once: a lock keeps its two maps in step."""
+    id alone may repeat across conversations), within a scope: the model and the input limit it was
+    fitted to. Another model, or a larger Context Size chosen in the chat input, is another scope: its
+    requests get the results back that fit (the prefix changes once, as any such switch changes it).
+    The chat service's, for the life of the sidecar. Fits run on worker threads, several chats at
+    once: a lock keeps its two maps in step."""
 
     def __init__(self, most: int = MAX_REMEMBERED) -> None:
         self._most = most
         self._lock = threading.Lock()
-        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, str, str], None] = OrderedDict()
         self._ids: dict[str, int] = {}  # call id → how many of `_seen` have it: only those are hashed
 
-    def add(self, item: dict[str, Any]) -> None:
+    def add(self, item: dict[str, Any], scope: str) -> None:
         """`item`, a result as it was before it was cleared (a transcript's result has no call id)."""
         call_id = item.get("call_id")
         if item.get("type") != "function_call_output" or not isinstance(call_id, str):
             return
-        key = (call_id, _digest(item))
+        key = (call_id, scope, _digest(item))
         with self._lock:
             if key in self._seen:
                 self._seen.move_to_end(key)
@@ -64,7 +67,7 @@ class ClearedResults:
             self._seen[key] = None
             self._ids[call_id] = self._ids.get(call_id, 0) + 1
             while len(self._seen) > self._most:
-                gone, _ = self._seen.popitem(last=False)[0]
+                gone = self._seen.popitem(last=False)[0][0]
                 self._ids[gone] -= 1
                 if not self._ids[gone]:
                     del self._ids[gone]
@@ -72,13 +75,14 @@ class ClearedResults:
     def __len__(self) -> int:
         return len(self._seen)
 
-    def __contains__(self, item: object) -> bool:
+    def has(self, item: object, scope: str) -> bool:
+        """Whether `item` was sent cleared before, in `scope`."""
         if not isinstance(item, dict) or item.get("type") != "function_call_output":
             return False
         call_id = item.get("call_id")
         if not isinstance(call_id, str) or call_id not in self._ids:  # a read of a dict: no lock
             return False
-        key = (call_id, _digest(item))
+        key = (call_id, scope, _digest(item))
         with self._lock:
             return key in self._seen
 
@@ -98,30 +102,31 @@ def fit_request(
     """`body`, or a copy whose oldest tool results are cleared so that it fits `limit`. `size`: the
     bytes of the body as it is sent (client.encode_body), when known. `cleared`: the results cleared
     before, cleared again first (whether or not the request needs it), and those cleared now added."""
+    scope = f"{model}\n{limit.tokens}"
     if cleared is not None:
-        again = _cleared_again(body, cleared)
+        again = _cleared_again(body, cleared, scope)
         size = size if again is body else None
         body = again
     fitted = _fit(body, model, limit, size)
     if cleared is not None and fitted is not body:
         for item, was in zip(fitted["input"], body["input"], strict=True):
             if item is not was:
-                cleared.add(was)
+                cleared.add(was, scope)
     return fitted
 
 
-def _cleared_again(body: dict[str, Any], cleared: ClearedResults) -> dict[str, Any]:
+def _cleared_again(body: dict[str, Any], cleared: ClearedResults, scope: str) -> dict[str, Any]:
     items = body.get("input")
     if not isinstance(items, list) or not cleared:  # nothing cleared yet: the common case, at once
         return body
     protected = max(KEEP_NEWEST, _last_round(items))
     outputs = [i for i, item in enumerate(items) if _is_tool_result(item)][: -protected or None]
-    again = [index for index in outputs if items[index] in cleared]
+    again = [index for index in outputs if cleared.has(items[index], scope)]
     if not again:
         return body
     fitted = list(items)
     for index in again:
-        cleared.add(items[index])  # still in use: the last to go
+        cleared.add(items[index], scope)  # still in use: the last to go
         fitted[index] = _cleared(items[index])
     return {**body, "input": fitted}
 
