@@ -39,6 +39,7 @@ export class StatusBar implements vscode.Disposable {
   private credits: number | null = null;
   private readonly estimates = new Map<string, number>(); // requestId → the estimate in sessionCost
   private readonly early = new Map<string, UsageRecord>(); // billed before its result was shown
+  private readonly savings = new Map<string, number>(); // requestId → its saving in savedToday, until billed
   // What the prompt cache saved today (UTC) on this window's requests: [day, USD].
   private savedToday: [string, number] = ['', 0];
 
@@ -58,7 +59,10 @@ export class StatusBar implements vscode.Disposable {
       if (requestId !== undefined) remember(this.estimates, requestId, estimate);
     }
     const saved = answered ? cacheSaved(answered.pricing, usage) : undefined;
-    if (saved !== undefined) this.addSaved(saved);
+    if (saved !== undefined) {
+      this.addSaved(saved);
+      if (requestId !== undefined) remember(this.savings, requestId, saved);
+    }
     this.shown = { requestId, model, served, usage, estimate, saved, record: undefined, group };
     const early = requestId === undefined ? undefined : this.early.get(requestId);
     if (!early) return this.render();
@@ -76,14 +80,15 @@ export class StatusBar implements vscode.Disposable {
     // The sidecar's cost replaces our price estimate in the session total.
     if (record.cost !== null) this.sessionCost += record.cost - (this.estimates.get(requestId) ?? 0);
     this.estimates.delete(requestId);
+    // The lookup may count cache writes the stream did not: the record's saving replaces ours in
+    // today's total, whether the request is still the one shown or an agent loop has moved on.
+    const counted = this.savings.get(requestId);
+    this.savings.delete(requestId);
+    if (record.cacheSaved !== null && (isShown || counted !== undefined)) this.addSaved(record.cacheSaved - (counted ?? 0));
     if (isShown) {
       const shown = this.shown!;
       shown.record = record;
-      // The lookup may count cache writes the stream did not: the record's saving replaces ours.
-      if (record.cacheSaved !== null) {
-        this.addSaved(record.cacheSaved - (shown.saved ?? 0));
-        shown.saved = record.cacheSaved;
-      }
+      if (record.cacheSaved !== null) shown.saved = record.cacheSaved;
     }
     this.render(); // the session total changed either way
   }

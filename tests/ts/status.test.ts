@@ -132,6 +132,17 @@ test('the tooltip shows the prompt cache: reads and writes at their own prices, 
   assert.match(latestItem().tooltip!, /Saved by the prompt cache today: \$0\.0132 /);
 });
 
+test("a billed record's saving replaces the stream's in today's total, after the next request is shown too", () => {
+  const status = new StatusBar();
+  status.show(sonnet, usage(4_000, 10, 0, 0, { cacheWriteTokens: 4_000 }), 'l1'); // −4,000 × $0.75 = −$0.0030
+  status.show(sonnet, usage(10_000, 100, 6_000, 0, { cacheWriteTokens: 2_000 }), 'l2'); // +$0.0147
+  assert.match(latestItem().tooltip!, /Saved by the prompt cache today: \$0\.0117 /);
+  // l1's lookup lands while l2 is shown (an agent loop): it wrote 2,000, not 4,000.
+  status.billed('l1', { ...record('l1'), cachedTokens: 0, cacheWriteTokens: 2_000, cacheSaved: -0.0015 });
+  assert.match(latestItem().tooltip!, /Saved by the prompt cache today: \$0\.0132 /);
+  assert.match(latestItem().tooltip!, /Prompt cache: 6000 tokens read · 2000 written · saved \$0\.0147/, "the shown request's own line stays");
+});
+
 test('a request served at a tier the model list gives no price for shows no cost until billed (issue 42 §5)', () => {
   const status = new StatusBar();
   status.show(sonnet, usage(1000, 10, 0, 0, { servedTier: 'priority' }), 'p1');
