@@ -15,6 +15,7 @@ from .gateway.client import GatewayClient, encode_body
 from .gateway.errors import GatewayError
 from .messages import ChatRequest, FinishReason, PartOut, UsagePart
 from .offer.catalogue import FAST_SUFFIX, ModelInfo
+from .offer.speed import gateway_options_sent
 from .offer.virtual import VIRTUAL_PREFIX
 from .request.body import build_request, extra_headers
 from .request.fit import ClearedResults, InputLimit, fit_request, has_tool_results
@@ -109,9 +110,8 @@ def rewritten_by_rule(model: str, body: dict[str, Any], listed: Container[str]) 
     to a virtual model (`vmc/<slug>`), which is always served by the model its configuration names."""
     if model.startswith(VIRTUAL_PREFIX):
         return lambda reported: False
-    options = body.get("providerOptions")
-    gateway = options.get("gateway") if isinstance(options, dict) else None
-    models = gateway.get("models") if isinstance(gateway, dict) else None
+    gateway = gateway_options_sent(body)
+    models = gateway.get("models") if gateway is not None else None
     fallbacks = {m for m in models if isinstance(m, str)} if isinstance(models, list) else set()
     asked = model.removesuffix(FAST_SUFFIX)
     return lambda reported: (

@@ -192,7 +192,7 @@ def decide(model: ModelInfo | None, model_id: str, preselect: Choice, chosen: An
 
 def asked_speed(body: Mapping[str, Any]) -> Speed | None:
     """The speed the request as sent asks for (`providerOptions.gateway.speed`, whoever set it)."""
-    gateway = _gateway(body)
+    gateway = gateway_options_sent(body)
     return speed(gateway.get("speed")) if gateway is not None else None
 
 
@@ -202,14 +202,16 @@ def asked_tier(body: Mapping[str, Any]) -> ServedTier:
     priority), else default."""
     if body.get("service_tier") == "ultrafast":
         return "ultrafast"
-    gateway = _gateway(body)
+    gateway = gateway_options_sent(body)
     tier = gateway.get("serviceTier") if gateway is not None else None
     if tier == "fast":
         return "priority"
     return tier if tier in ("flex", "priority") else "default"
 
 
-def _gateway(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def gateway_options_sent(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The request's `providerOptions.gateway` as sent (whoever set it), or None: what the estimate,
+    the cache's guess and the rewrite check read of a body."""
     options = body.get("providerOptions")
     gateway = options.get("gateway") if isinstance(options, Mapping) else None
     return gateway if isinstance(gateway, Mapping) else None

@@ -24,7 +24,8 @@ from ..gateway.errors import GatewayError, SpendData
 from ..messages import UsagePart
 from ..money import usd
 from ..offer.catalogue import PER_MILLION, Pricing
-from ..offer.speed import UNPRICED_TIERS
+from ..offer.speed import UNPRICED_TIERS, gateway_options_sent
+from ..request.cache import MAX_CACHE_KEY
 from ..settings import Settings
 
 EXPECTED_OUTPUT_TOKENS = 1000
@@ -33,7 +34,6 @@ EXPECTED_OUTPUT_TOKENS = 1000
 # is expected to have left nothing to read.
 CACHE_TTL_S = 300.0
 MAX_CACHE_KEYS = 256  # conversations remembered for the estimate; the oldest is forgotten first
-MAX_CACHE_KEY = 64  # characters of a `prompt_cache_key` (the gateway's Responses parameter table)
 # An approval covers the request it was given for, with room for the estimate to move a little
 # between the refusal and the re-send (the same request counted twice gives the same number).
 APPROVAL_SLACK = 1e-9
@@ -122,9 +122,8 @@ def cache_key(body: Mapping[str, Any]) -> str | None:
 def asks_caching(body: Mapping[str, Any]) -> bool:
     """Whether the request asks the gateway to place cache breakpoints: `caching: "auto"` at the top
     level, where the gateway reads it, or in `providerOptions.gateway`, where older examples put it."""
-    options = body.get("providerOptions")
-    gateway = options.get("gateway") if isinstance(options, Mapping) else None
-    return body.get("caching") == "auto" or (isinstance(gateway, Mapping) and gateway.get("caching") == "auto")
+    gateway = gateway_options_sent(body)
+    return body.get("caching") == "auto" or (gateway is not None and gateway.get("caching") == "auto")
 
 
 class CacheKeys:
