@@ -580,4 +580,5 @@ export const SETTING_IDS = {
   tagWorkspace: 'vercelAiGateway.attribution.tagWorkspace',
   virtualModels: 'vercelAiGateway.virtualModels',
 } as const;
+export const UNPRICED_TIERS = ['priority', 'ultrafast'] as const;
 export const VIRTUAL_ID_PATTERN = '^vmc/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$';

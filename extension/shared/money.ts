@@ -2,7 +2,7 @@
 // TypeScript side (the sidecar's is server/gateway_lm/money.py), and what a request cost and what the
 // prompt cache saved on it by list prices, by the rules of the sidecar's spend/prices.py. In
 // extension/shared/ because the page uses it too.
-import { MAX_USD, type Pricing, type UsagePart } from '../contract';
+import { MAX_USD, UNPRICED_TIERS, type Pricing, type UsagePart } from '../contract';
 
 /** How exact an amount is shown:
  * - `cents`: a balance or a day's total, always to the cent;
@@ -28,17 +28,15 @@ export function perMillion(price: number): string {
   return `$${price >= 0.1 ? price.toFixed(2) : String(Number(price.toPrecision(2)))}`;
 }
 
-/** Tiers the model list gives no price for (the sidecar's speed.UNPRICED_TIERS): a request they
- * served has no cost by list prices until the gateway's billed cost arrives. */
-const UNPRICED_TIERS: readonly UsagePart['servedTier'][] = ['priority', 'ultrafast'];
-
 type Prices = { input: number; output: number; cacheRead: number; cacheWrite: number };
 
 /** The list prices a finished request is priced at (spend/prices.py `_list_prices`): the context tier
  * its input reached, each cache price the input price where the model has none; undefined without an
  * input or output price, or for a tier the list gives no price. */
 function listPrices(pricing: Pricing, usage: UsagePart): Prices | undefined {
-  if (UNPRICED_TIERS.includes(usage.servedTier)) return undefined;
+  // Tiers the model list gives no price for (contract UNPRICED_TIERS, the sidecar's): a request they
+  // served has no cost by list prices until the gateway's billed cost arrives.
+  if ((UNPRICED_TIERS as readonly string[]).includes(usage.servedTier)) return undefined;
   const tier = pricing.tiers.filter((t) => t.fromInputTokens <= usage.inputTokens).at(-1);
   const { input, output, cacheRead, cacheWrite } = tier ?? pricing;
   if (input === null || output === null) return undefined;

@@ -23,6 +23,7 @@ from .gateway.errors import ErrorData
 from .messages import GROUP_PATTERN, MAX_GROUP, MAX_MODEL_ID, FinishReason, PartOut, UsagePart
 from .offer.catalogue import SAFE_ID_PATTERN
 from .offer.picker import ModelEntry
+from .offer.speed import UNPRICED_TIERS
 from .offer.virtual import MAX_VIRTUAL_MODELS, VIRTUAL_ID_PATTERN
 from .request.options import SECRET_WORDS
 from .rpc.params import ChatParams, ConfigureParams, CountParams, KeyParams, UsageParams
@@ -117,6 +118,7 @@ CONSTANTS: dict[str, Any] = {
     "SAFE_ID_PATTERN": SAFE_ID_PATTERN,
     "SECRET_WORDS": list(SECRET_WORDS),
     "SETTING_IDS": SETTING_IDS,
+    "UNPRICED_TIERS": sorted(UNPRICED_TIERS),  # extension/shared/money.ts prices none of them
     "VIRTUAL_ID_PATTERN": VIRTUAL_ID_PATTERN,
 }
 # Also in the contract: `data` of every JSON-RPC error, and `initialize`'s options, which carry what
